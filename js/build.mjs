@@ -1,0 +1,12 @@
+// Bundles the front end into src/attnscope/static/: the anywidget module
+// (widget.js + widget.css) and the self-contained page host (standalone.js)
+// that `save_html` inlines. No CDN: everything the browser runs is in here.
+import { build } from "esbuild";
+import { mkdirSync, copyFileSync } from "node:fs";
+
+const outdir = "src/attnscope/static";
+mkdirSync(outdir, { recursive: true });
+const common = { bundle: true, minify: true, target: "es2020", logLevel: "warning" };
+await build({ ...common, entryPoints: ["js/widget.ts"], format: "esm", outfile: `${outdir}/widget.js` });
+await build({ ...common, entryPoints: ["js/standalone.ts"], format: "iife", outfile: `${outdir}/standalone.js` });
+copyFileSync("js/style.css", `${outdir}/widget.css`);

@@ -1,0 +1,55 @@
+"""attnscope: see inside transformer attention from a notebook.
+
+>>> from attnscope import show_head_view          # doctest: +SKIP
+>>> show_head_view(model, "The cat sat on the mat")  # doctest: +SKIP
+
+Public names are imported lazily so that ``import attnscope`` stays fast; the
+list below is the whole public API.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_PUBLIC = {
+    "AttentionTrace": "attnscope.trace",
+    "AttentionStream": "attnscope.trace",
+    "Tokens": "attnscope.trace",
+    "MultiHeadAttention": "attnscope.mha",
+    "MultiHeadAttentionTrace": "attnscope.mha",
+    "capture": "attnscope.adapters",
+    "AttentionWidget": "attnscope.widget",
+    "show_head_view": "attnscope.show",
+    "show_model_view": "attnscope.show",
+    "show_neuron_view": "attnscope.show",
+    "head_view": "attnscope.bertviz_compat",
+    "model_view": "attnscope.bertviz_compat",
+    "save_html": "attnscope.export",
+}
+
+__all__ = sorted([*_PUBLIC, "__version__"])
+
+if TYPE_CHECKING:
+    from attnscope.adapters import capture
+    from attnscope.bertviz_compat import head_view, model_view
+    from attnscope.export import save_html
+    from attnscope.mha import MultiHeadAttention, MultiHeadAttentionTrace
+    from attnscope.show import show_head_view, show_model_view, show_neuron_view
+    from attnscope.trace import AttentionStream, AttentionTrace, Tokens
+    from attnscope.widget import AttentionWidget
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'attnscope' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
