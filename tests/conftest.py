@@ -8,7 +8,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +23,10 @@ def minilm_path() -> Path:
 
 
 @pytest.fixture(scope="session")
-def minilm(minilm_path: Path) -> Iterator[tuple[Any, Any]]:
+def minilm(minilm_path: Path) -> tuple[Any, Any]:
     """(model, tokenizer) for MiniLM, loaded with default settings (sdpa), in eval mode."""
     from transformers import AutoModel, AutoTokenizer
 
     model = AutoModel.from_pretrained(minilm_path).eval()
     tokenizer = AutoTokenizer.from_pretrained(minilm_path)
-    yield model, tokenizer
+    return model, tokenizer

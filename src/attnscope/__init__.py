@@ -30,7 +30,22 @@ _PUBLIC = {
     "save_html": "attnscope.export",
 }
 
-__all__ = sorted([*_PUBLIC, "__version__"])
+__all__ = [
+    "AttentionStream",
+    "AttentionTrace",
+    "AttentionWidget",
+    "MultiHeadAttention",
+    "MultiHeadAttentionTrace",
+    "Tokens",
+    "__version__",
+    "capture",
+    "head_view",
+    "model_view",
+    "save_html",
+    "show_head_view",
+    "show_model_view",
+    "show_neuron_view",
+]
 
 if TYPE_CHECKING:
     from attnscope.adapters import capture

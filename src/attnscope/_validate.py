@@ -44,8 +44,7 @@ def check_attention(array: FloatArray, stream: str) -> FloatArray:
     """Attention must be 4-D, non-empty, and hold weights in [0, 1]."""
     if array.ndim != 4:
         hint = (
-            " A single layer's (heads, q, k) array needs a leading layer axis: "
-            "use attention[None]."
+            " A single layer's (heads, q, k) array needs a leading layer axis: use attention[None]."
             if array.ndim == 3
             else ""
         )

@@ -59,9 +59,7 @@ def recompute_attention(
     if mask is not None:
         scores = np.where(mask, -np.inf, scores)
     if sinks is not None:
-        sink = np.broadcast_to(
-            sinks.astype(np.float64)[:, :, None, None], (*scores.shape[:3], 1)
-        )
+        sink = np.broadcast_to(sinks.astype(np.float64)[:, :, None, None], (*scores.shape[:3], 1))
         scores = np.concatenate([scores, sink], axis=-1)
     peak = np.max(scores, axis=-1, keepdims=True)
     peak = np.where(np.isfinite(peak), peak, 0.0)
@@ -70,4 +68,5 @@ def recompute_attention(
     weights = np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
     if sinks is not None:
         weights = weights[..., :-1]
-    return weights.astype(np.float32)
+    result: FloatArray = weights.astype(np.float32)
+    return result

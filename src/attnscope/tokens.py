@@ -75,7 +75,7 @@ def display_label(token: str, *, byte_level: bool = False) -> str:
 
 
 def display_labels(tokens: Sequence[str]) -> list[str]:
-    """Readable labels for a sequence of raw tokens.
+    r"""Readable labels for a sequence of raw tokens.
 
     ``##`` continuations lose their marker, ``Ġ``/``▁`` become a leading space,
     byte-level symbols are decoded back to text, newlines and tabs are shown
@@ -86,7 +86,7 @@ def display_labels(tokens: Sequence[str]) -> list[str]:
     >>> display_labels(["[CLS]", "play", "##ing", "[SEP]"])
     ['[CLS]', 'play', 'ing', '[SEP]']
     >>> display_labels(["The", "Ġcat", "Ċ"])
-    ['The', ' cat', '\\\\n']
+    ['The', ' cat', '\\n']
     """
     byte_level = _looks_byte_level(tokens)
     return [display_label(t, byte_level=byte_level) for t in tokens]

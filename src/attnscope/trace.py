@@ -79,7 +79,7 @@ class Tokens:
         labels_t = tuple(str(t) for t in labels)
         raw_t = tuple(str(t) for t in raw) if raw is not None else labels_t
         kinds_t: tuple[TokenKind, ...] = (
-            tuple(kinds) if kinds is not None else ("token",) * len(labels_t)
+            tuple(kinds) if kinds is not None else tuple("token" for _ in labels_t)
         )
         if len(raw_t) != len(labels_t):
             raise ValueError(
@@ -93,9 +93,7 @@ class Tokens:
             )
         bad = sorted({k for k in kinds_t if k not in ("token", "special", "padding")})
         if bad:
-            raise ValueError(
-                f"unknown token kind(s) {bad}; use 'token', 'special' or 'padding'."
-            )
+            raise ValueError(f"unknown token kind(s) {bad}; use 'token', 'special' or 'padding'.")
         seg_t: tuple[int, ...] | None = None
         if segments is not None:
             seg_t = tuple(int(s) for s in segments)
@@ -206,9 +204,7 @@ class AttentionStream:
         put(self, "layers", layers)
 
         if (self.queries is None) != (self.keys is None):
-            raise ValueError(
-                f"{self.name}: queries and keys come together; pass both or neither."
-            )
+            raise ValueError(f"{self.name}: queries and keys come together; pass both or neither.")
         if self.queries is not None and self.keys is not None:
             q = check_rank(as_float32(self.queries, "queries"), 4, "queries", self.name)
             k = check_rank(as_float32(self.keys, "keys"), 4, "keys", self.name)
@@ -338,9 +334,7 @@ class AttentionStream:
         )
 
 
-def _check_broadcast(
-    shape: tuple[int, ...], full: tuple[int, ...], what: str, stream: str
-) -> None:
+def _check_broadcast(shape: tuple[int, ...], full: tuple[int, ...], what: str, stream: str) -> None:
     ok = len(shape) == 4 and all(s in (1, f) for s, f in zip(shape, full, strict=True))
     if not ok:
         raise ValueError(
@@ -662,8 +656,8 @@ class AttentionTrace:
         """
         path = Path(path)
         if path.suffix != ".npz":
-            path = path.with_suffix(path.suffix + ".npz") if path.suffix else path.with_suffix(
-                ".npz"
+            path = (
+                path.with_suffix(path.suffix + ".npz") if path.suffix else path.with_suffix(".npz")
             )
         arrays: dict[str, np.ndarray[Any, Any]] = {}
         streams_meta = []
