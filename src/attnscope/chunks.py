@@ -1,0 +1,222 @@
+"""Chunk keys: parse and check them, encode the chunk they name, answer requests.
+
+A key names one chunk of a trace (``docs/protocol.md``, "Chunks"):
+``thumbs:<stream>``, ``top:<stream>:<layer>``, ``attn:<stream>:<layer>:<head>``
+or ``qk:<stream>:<layer>:<head>``, where ``<layer>`` is the layer's position
+in the stream. :func:`reply_messages` turns a browser request into custom
+messages of at most about 64 MiB each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from attnscope.encode import (
+    NamedArray,
+    dtype_code,
+    qk_arrays,
+    quantize_rows,
+    stream_top_k,
+    thumb_shape,
+    thumbnails,
+    top_keys,
+)
+from attnscope.trace import AttentionTrace
+
+ChunkKind = Literal["thumbs", "top", "attn", "qk"]
+MESSAGE_BYTES = 64 * 1024 * 1024
+"""Most bytes of buffers in one reply message (one larger chunk still goes, alone)."""
+
+_PARTS: dict[str, int] = {"thumbs": 2, "top": 3, "attn": 4, "qk": 4}
+
+
+@dataclass(frozen=True)
+class ChunkKey:
+    """A parsed chunk key.
+
+    Examples
+    --------
+    >>> ChunkKey("attn", "self", 2, 5).key
+    'attn:self:2:5'
+    """
+
+    kind: ChunkKind
+    stream: str
+    layer: int | None = None
+    head: int | None = None
+
+    @property
+    def key(self) -> str:
+        """The key as the browser writes it."""
+        parts = [self.kind, self.stream]
+        parts += [str(p) for p in (self.layer, self.head) if p is not None]
+        return ":".join(parts)
+
+
+def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
+    """Parse ``key`` and check it names a chunk ``trace`` has; raise ValueError otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> t = AttentionTrace(["a", "b"], np.full((2, 3, 2, 2), 0.5, np.float32))
+    >>> parse_key("top:self:1", t)
+    ChunkKey(kind='top', stream='self', layer=1, head=None)
+    >>> parse_key("top:self:7", t)
+    Traceback (most recent call last):
+    ...
+    ValueError: layer position 7 is out of range: stream 'self' has 2 layers (0..1).
+    """
+    if not isinstance(key, str):
+        raise ValueError(f"a chunk key is a string, not {type(key).__name__}.")
+    parts = key.split(":")
+    kind = parts[0]
+    if kind not in _PARTS:
+        raise ValueError(f"unknown chunk kind {kind!r}; use one of {sorted(_PARTS)}.")
+    if len(parts) != _PARTS[kind]:
+        shape = {
+            "thumbs": "thumbs:<stream>",
+            "top": "top:<stream>:<layer>",
+            "attn": "attn:<stream>:<layer>:<head>",
+            "qk": "qk:<stream>:<layer>:<head>",
+        }[kind]
+        raise ValueError(f"malformed key {key!r}; expected {shape}.")
+    stream = trace.streams.get(parts[1])
+    if stream is None:
+        raise ValueError(f"unknown stream {parts[1]!r}; this trace has {list(trace.streams)}.")
+    numbers = [_index(p, key) for p in parts[2:]]
+    if numbers and not numbers[0] < stream.num_layers:
+        raise ValueError(
+            f"layer position {numbers[0]} is out of range: stream {parts[1]!r} has "
+            f"{stream.num_layers} layers (0..{stream.num_layers - 1})."
+        )
+    if len(numbers) == 2 and not numbers[1] < stream.num_heads:
+        raise ValueError(
+            f"head {numbers[1]} is out of range: stream {parts[1]!r} has "
+            f"{stream.num_heads} heads (0..{stream.num_heads - 1})."
+        )
+    if kind == "qk" and not stream.has_qk:
+        raise ValueError(
+            f"stream {parts[1]!r} recorded no query/key vectors, so it has no qk chunks."
+        )
+    layer, head = [*numbers, None, None][:2]
+    return ChunkKey(kind, parts[1], layer, head)  # type: ignore[arg-type]
+
+
+def _index(text: str, key: str) -> int:
+    if not text.isdigit():
+        raise ValueError(f"{text!r} in {key!r} is not a non-negative integer.")
+    return int(text)
+
+
+def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
+    """Encode the chunk ``key`` names as named arrays (see ``docs/protocol.md``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> t = AttentionTrace(["a", "b"], np.full((1, 1, 2, 2), 0.5, np.float32))
+    >>> [(n, a.dtype.name, a.shape) for n, a in encode_chunk(t, parse_key("attn:self:0:0", t))]
+    [('weight', 'uint8', (2, 2)), ('rowmax', 'float32', (2,))]
+    """
+    stream = trace.streams[key.stream]
+    if key.kind == "thumbs":
+        return [("thumbs", thumbnails(stream.attention, *thumb_shape(stream)))]
+    assert key.layer is not None
+    if key.kind == "top":
+        index, weight, rowmax = top_keys(stream.attention[key.layer], stream_top_k(stream))
+        return [("index", index), ("weight", weight), ("rowmax", rowmax)]
+    assert key.head is not None
+    if key.kind == "attn":
+        weight, rowmax = quantize_rows(stream.attention[key.layer, key.head])
+        return [("weight", weight), ("rowmax", rowmax)]
+    return qk_arrays(stream, key.layer, key.head)
+
+
+def all_keys(trace: AttentionTrace, *, stream: str | None = None, layer: int = 0) -> list[str]:
+    """Every chunk key of ``trace``, most needed first.
+
+    The order is what a page should hold when it cannot hold everything:
+    thumbnails of every stream, then the given stream and layer position (its
+    top keys, each head at full resolution, its q/k), then the other layers
+    outward from it, then the other streams.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> all_keys(AttentionTrace(["a"], np.ones((2, 1, 1, 1), np.float32)), layer=1)
+    ['thumbs:self', 'top:self:1', 'attn:self:1:0', 'top:self:0', 'attn:self:0:0']
+    """
+    first = stream if stream is not None else next(iter(trace.streams))
+    names = [first, *(n for n in trace.streams if n != first)]
+    keys = [f"thumbs:{n}" for n in names]
+    for name in names:
+        s = trace.streams[name]
+        start = min(layer, s.num_layers - 1) if name == first else 0
+        order = sorted(range(s.num_layers), key=lambda p: (abs(p - start), p))
+        for position in order:
+            keys.append(f"top:{name}:{position}")
+            keys += [f"attn:{name}:{position}:{h}" for h in range(s.num_heads)]
+            if s.has_qk:
+                keys += [f"qk:{name}:{position}:{h}" for h in range(s.num_heads)]
+    return keys
+
+
+def wire_arrays(arrays: Sequence[NamedArray], first_buffer: int) -> list[dict[str, Any]]:
+    """Array descriptors ``{name, dtype, shape, buffer}`` for a reply message."""
+    return [
+        {"name": name, "dtype": dtype_code(a.dtype), "shape": list(a.shape), "buffer": i}
+        for i, (name, a) in enumerate(arrays, start=first_buffer)
+    ]
+
+
+def little_endian_bytes(array: np.ndarray[Any, Any]) -> bytes:
+    """Return the array's bytes, little-endian and in C order."""
+    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+
+
+def reply_messages(
+    trace: AttentionTrace, keys: object, *, max_bytes: int = MESSAGE_BYTES
+) -> Iterator[tuple[dict[str, Any], list[bytes]]]:
+    """Answer a request for ``keys`` with ``(content, buffers)`` messages.
+
+    Chunks go in the order asked, batched so no message carries more than
+    ``max_bytes`` of buffers (a single larger chunk goes in a message of its
+    own). A key that cannot be served is answered with ``{"key", "error"}``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> t = AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32))
+    >>> [c["chunks"][0]["error"][:25] for c, _ in reply_messages(t, ["nope:self"])]
+    ["unknown chunk kind 'nope'"]
+    """
+    if not isinstance(keys, list | tuple):
+        keys = [keys]
+    chunks: list[dict[str, Any]] = []
+    buffers: list[bytes] = []
+    size = 0
+    for raw in keys:
+        try:
+            arrays = encode_chunk(trace, parse_key(raw, trace))
+        except ValueError as err:
+            chunks.append({"key": str(raw), "error": str(err)})
+            continue
+        data = [little_endian_bytes(a) for _, a in arrays]
+        nbytes = sum(len(d) for d in data)
+        if buffers and size + nbytes > max_bytes:
+            yield {"type": "chunks", "chunks": chunks}, buffers
+            chunks, buffers, size = [], [], 0
+        chunks.append({"key": str(raw), "arrays": wire_arrays(arrays, len(buffers))})
+        buffers += data
+        size += nbytes
+    if chunks or not keys:
+        yield {"type": "chunks", "chunks": chunks}, buffers
