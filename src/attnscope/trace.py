@@ -699,7 +699,19 @@ class AttentionTrace:
         >>> AttentionTrace.load(t.save(os.path.join(tempfile.mkdtemp(), "t"))).attention.shape
         (1, 1, 1, 1)
         """
-        with np.load(Path(path), allow_pickle=False) as data:
+        try:
+            opened = np.load(Path(path), allow_pickle=False)
+        except ValueError:  # numpy's message for a non-numpy file talks about pickles
+            raise ValueError(
+                f"{path} is not an attnscope trace (not a .npz file); write one with "
+                "AttentionTrace.save."
+            ) from None
+        if not isinstance(opened, np.lib.npyio.NpzFile):
+            raise ValueError(
+                f"{path} holds a single array, not an attnscope trace; write one with "
+                "AttentionTrace.save."
+            )
+        with opened as data:
             if "header" not in data:
                 raise ValueError(f"{path} is not an attnscope trace (no header).")
             header = json.loads(str(data["header"]))
