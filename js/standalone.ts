@@ -1,2 +1,53 @@
-// Entry point of the self-contained exported page (placeholder until the host lands).
-export {};
+// Entry point of the self-contained exported page: reads the embedded state and
+// chunks, runs the same app over an in-page model host. No network.
+import { createPageHost, type EmbeddedChunk } from "./host";
+import type { Cleanup } from "./types";
+import { mount } from "./widget";
+
+export interface PageOptions {
+  root?: HTMLElement | string;
+  state?: HTMLElement | string | Record<string, unknown>;
+  chunks?: HTMLElement | string | Record<string, EmbeddedChunk>;
+}
+
+function json<T>(src: HTMLElement | string | T | undefined, fallbackId: string): T {
+  const node = src === undefined ? document.getElementById(fallbackId)
+    : typeof src === "string" ? document.getElementById(src)
+    : src instanceof HTMLElement ? src : null;
+  if (src !== undefined && typeof src === "object" && !(src instanceof HTMLElement)) return src as T;
+  if (!node) throw new Error(`attnscope: #${typeof src === "string" ? src : fallbackId} is missing from the page`);
+  return JSON.parse(node.textContent || "{}") as T;
+}
+
+/** Render one exported widget; several may share a page when given distinct elements. */
+export function renderPage(opts: PageOptions = {}): Cleanup {
+  const root = typeof opts.root === "string" ? document.getElementById(opts.root)
+    : opts.root ?? document.getElementById("attnscope-root");
+  if (!root) throw new Error("attnscope: no #attnscope-root element on the page");
+  try {
+    const state = json<Record<string, unknown>>(opts.state, "attnscope-state");
+    const chunks = json<Record<string, EmbeddedChunk>>(opts.chunks, "attnscope-chunks");
+    const host = createPageHost(state, chunks);
+    return mount(host, root);
+  } catch (e) {
+    const box = document.createElement("div");
+    box.className = "attnscope attnscope-error";
+    box.setAttribute("role", "alert");
+    box.textContent = (e as Error).message;
+    root.append(box);
+    return () => box.remove();
+  }
+}
+
+declare global {
+  interface Window { attnscope?: { renderPage: typeof renderPage } }
+}
+
+if (typeof window !== "undefined") {
+  window.attnscope = { renderPage };
+  const auto = (): void => {
+    if (document.getElementById("attnscope-root") && document.getElementById("attnscope-state")) renderPage();
+  };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", auto, { once: true });
+  else auto();
+}

@@ -1,0 +1,154 @@
+// The app shell shared by the notebook widget and the exported page: tabs,
+// stream/layer/theme selectors, keyboard, and the current view.
+import { resolveTheme, watchHostTheme } from "./theme";
+import { defaultQuery, querySide, streamOf } from "./tokens";
+import type { AppState, Cleanup, DataSource, Meta, Store, ViewContext, ViewName } from "./types";
+import { h, listeners } from "./views/common";
+import { renderHeadView } from "./views/head";
+import { renderModelView } from "./views/model";
+import { renderNeuronView } from "./views/neuron";
+
+const VIEWS: Record<ViewName, { label: string; render: (ctx: ViewContext) => Cleanup }> = {
+  head: { label: "Head", render: renderHeadView },
+  model: { label: "Model", render: renderModelView },
+  neuron: { label: "Neuron", render: renderNeuronView },
+};
+
+export interface AppOptions {
+  meta: Meta;
+  store: Store<AppState>;
+  data: DataSource;
+  /** The element the app fills (the widget's `el`, or the page's root div). */
+  el: HTMLElement;
+}
+
+function option(sel: HTMLSelectElement, value: string, label: string): void {
+  const o = h("option", "", { value });
+  o.textContent = label;
+  sel.append(o);
+}
+
+export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
+  const L = listeners();
+  const root = h("div", "attnscope", { tabindex: "0", "data-testid": "attnscope-root", "aria-label": meta.title ?? "attention" });
+  const header = h("div", "attnscope-header");
+  const title = h("span", "attnscope-title");
+  title.textContent = meta.title ?? "attnscope";
+  const tabs = h("div", "attnscope-tabs", { role: "tablist", "aria-label": "View" });
+  const tabBtns = new Map<ViewName, HTMLButtonElement>();
+  for (const [name, v] of Object.entries(VIEWS) as [ViewName, (typeof VIEWS)[ViewName]][]) {
+    const b = h("button", "attnscope-tab", { type: "button", role: "tab", "data-view": name, "data-testid": `tab-${name}` });
+    b.textContent = v.label;
+    L.on(b, "click", () => store.set({ view: name }));
+    tabBtns.set(name, b);
+    tabs.append(b);
+  }
+  const controls = h("div", "attnscope-controls");
+  const streamSel = h("select", "attnscope-select", { "aria-label": "Attention stream", "data-testid": "stream-select" });
+  for (const [k, s] of Object.entries(meta.streams)) option(streamSel, k, s.label ?? k);
+  const layerSel = h("select", "attnscope-select", { "aria-label": "Layer", "data-testid": "layer-select" });
+  const themeSel = h("select", "attnscope-select", { "aria-label": "Theme", "data-testid": "theme-select" });
+  for (const t of ["auto", "light", "dark"]) option(themeSel, t, `theme: ${t}`);
+  if (Object.keys(meta.streams).length > 1) controls.append(streamSel);
+  controls.append(layerSel, themeSel);
+  header.append(title, tabs, controls);
+  const notes = h("div", "attnscope-notes");
+  notes.textContent = (meta.notes ?? []).join(" ");
+  notes.hidden = !meta.notes?.length;
+  const host = h("div", "attnscope-viewhost");
+  root.append(header, notes, host);
+  el.append(root);
+
+  L.on(streamSel, "change", () => store.set({ stream: streamSel.value }));
+  L.on(layerSel, "change", () => store.set({ layer: Number(layerSel.value) }));
+  L.on(themeSel, "change", () => store.set({ theme: themeSel.value as AppState["theme"] }));
+
+  function fillLayers(): void {
+    const sm = streamOf(meta, store.get().stream);
+    layerSel.replaceChildren();
+    sm.layers.forEach((num, i) => option(layerSel, String(i), `layer ${num}`));
+  }
+
+  function applyTheme(): void {
+    const t = store.get().theme;
+    const resolved = resolveTheme(t, el);
+    root.dataset.theme = resolved;
+    if (t === "auto") delete root.dataset.themeForced;
+    else root.dataset.themeForced = t;
+    store.set({ resolved_theme: resolved });
+  }
+
+  let current: { name: ViewName; cleanup: Cleanup } | null = null;
+  function showView(): void {
+    const name = VIEWS[store.get().view] ? store.get().view : "head";
+    if (current?.name === name) return;
+    current?.cleanup();
+    host.replaceChildren();
+    current = { name, cleanup: VIEWS[name].render({ meta, store, data, root: host }) };
+  }
+
+  function sync(): void {
+    const s = store.get();
+    for (const [name, b] of tabBtns) b.setAttribute("aria-selected", name === s.view ? "true" : "false");
+    streamSel.value = s.stream;
+    layerSel.value = String(s.layer);
+    themeSel.value = s.theme;
+  }
+
+  /** Keep the selection inside the current stream's shape. */
+  function clamp(): void {
+    const s = store.get();
+    const sm = streamOf(meta, s.stream);
+    const patch: Partial<AppState> = {};
+    if (!meta.streams[s.stream]) patch.stream = Object.keys(meta.streams)[0] as string;
+    if (s.layer < 0 || s.layer >= sm.layers.length) patch.layer = 0;
+    const heads = s.heads.filter((x) => x >= 0 && x < sm.num_heads);
+    if (!heads.length || heads.length !== s.heads.length) patch.heads = heads.length ? heads : Array.from({ length: sm.num_heads }, (_, i) => i);
+    if (s.head < 0 || s.head >= sm.num_heads) patch.head = 0;
+    if (s.query != null && (s.query < 0 || s.query >= sm.q_len)) patch.query = null;
+    if (s.key != null && (s.key < 0 || s.key >= sm.k_len)) patch.key = null;
+    store.set(patch);
+  }
+
+  L.on<KeyboardEvent>(root, "keydown", (e) => {
+    const tag = (e.target as HTMLElement).tagName;
+    if (tag === "SELECT" || tag === "INPUT" || tag === "TEXTAREA" || e.altKey || e.ctrlKey || e.metaKey) return;
+    const s = store.get();
+    const sm = streamOf(meta, s.stream);
+    const qNow = s.query ?? defaultQuery(querySide(meta, sm));
+    let patch: Partial<AppState> | null = null;
+    switch (e.key) {
+      case "ArrowDown": patch = { query: Math.min(sm.q_len - 1, s.query == null ? qNow : qNow + 1) }; break;
+      case "ArrowUp": patch = { query: Math.max(0, s.query == null ? qNow : qNow - 1) }; break;
+      case "]": case "PageDown": patch = { layer: Math.min(sm.layers.length - 1, s.layer + 1) }; break;
+      case "[": case "PageUp": patch = { layer: Math.max(0, s.layer - 1) }; break;
+      case "ArrowRight": if (s.view === "neuron") patch = { head: Math.min(sm.num_heads - 1, s.head + 1) }; break;
+      case "ArrowLeft": if (s.view === "neuron") patch = { head: Math.max(0, s.head - 1) }; break;
+      default: break;
+    }
+    if (patch) { e.preventDefault(); store.set(patch); }
+  });
+
+  const unsub = store.subscribe((changed) => {
+    if (changed.has("stream")) { clamp(); fillLayers(); }
+    if (changed.has("theme")) applyTheme();
+    if (changed.has("view")) showView();
+    sync();
+  });
+  const unTheme = watchHostTheme(() => applyTheme());
+
+  clamp();
+  fillLayers();
+  applyTheme();
+  showView();
+  sync();
+
+  return () => {
+    unsub();
+    unTheme();
+    current?.cleanup();
+    current = null;
+    L.clear();
+    root.remove();
+  };
+}

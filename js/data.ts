@@ -1,0 +1,172 @@
+// Chunk decoding (protocol.md "Chunks" / "Messages") and a caching DataSource.
+import type { Chunk, DataSource, DType, NDArray, TypedArray } from "./types";
+
+export type RawBuffer = DataView | Uint8Array | ArrayBuffer | string;
+
+const ITEM_SIZE: Record<DType, number> = { u8: 1, u16: 2, u32: 4, f32: 4 };
+
+/** Bytes of a base64 string. */
+export function base64ToBytes(text: string): Uint8Array {
+  const bin = atob(text);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+/** A Uint8Array view of any buffer form the hosts deliver, honouring byteOffset/byteLength. */
+export function toBytes(buf: RawBuffer): Uint8Array {
+  if (typeof buf === "string") return base64ToBytes(buf);
+  if (buf instanceof Uint8Array) return buf;
+  if (ArrayBuffer.isView(buf)) return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+  return new Uint8Array(buf);
+}
+
+/** A typed array over `bytes`; copied into fresh memory when the offset is not aligned. */
+export function typedArray(dtype: DType, bytes: Uint8Array, count?: number): TypedArray {
+  const size = ITEM_SIZE[dtype];
+  if (size === undefined) throw new Error(`unknown dtype ${String(dtype)}`);
+  const n = count ?? Math.floor(bytes.byteLength / size);
+  if (n * size > bytes.byteLength) {
+    throw new Error(`buffer holds ${bytes.byteLength} bytes, ${dtype} array needs ${n * size}`);
+  }
+  let src = bytes;
+  if (size > 1 && src.byteOffset % size !== 0) src = bytes.slice(0, n * size);
+  switch (dtype) {
+    case "u8": return new Uint8Array(src.buffer, src.byteOffset, n);
+    case "u16": return new Uint16Array(src.buffer, src.byteOffset, n);
+    case "u32": return new Uint32Array(src.buffer, src.byteOffset, n);
+    case "f32": return new Float32Array(src.buffer, src.byteOffset, n);
+  }
+}
+
+export interface ArraySpec { name: string; dtype: DType; shape: number[] }
+
+export function makeArray(spec: ArraySpec, bytes: Uint8Array): NDArray {
+  const count = spec.shape.reduce((a, b) => a * b, 1);
+  return { dtype: spec.dtype, shape: spec.shape.slice(), data: typedArray(spec.dtype, bytes, count) };
+}
+
+interface WireArray extends ArraySpec { buffer: number }
+interface WireChunk { key: string; arrays?: WireArray[]; error?: string }
+export interface ChunksMessage { type: "chunks"; chunks: WireChunk[] }
+
+export function isChunksMessage(content: unknown): content is ChunksMessage {
+  return typeof content === "object" && content !== null && (content as { type?: unknown }).type === "chunks";
+}
+
+/** Decode a `{type: "chunks"}` message with its buffers into chunks (bad entries become errors). */
+export function decodeChunks(msg: ChunksMessage, buffers: readonly RawBuffer[]): Chunk[] {
+  return msg.chunks.map((c) => {
+    if (c.error !== undefined) return { key: c.key, arrays: {}, error: c.error };
+    try {
+      const arrays: Record<string, NDArray> = {};
+      for (const a of c.arrays ?? []) {
+        const raw = buffers[a.buffer];
+        if (raw === undefined) throw new Error(`buffer ${a.buffer} missing for ${a.name}`);
+        arrays[a.name] = makeArray(a, toBytes(raw));
+      }
+      return { key: c.key, arrays };
+    } catch (e) {
+      return { key: c.key, arrays: {}, error: `could not decode: ${(e as Error).message}` };
+    }
+  });
+}
+
+/** Split the concatenated bytes of an embedded chunk (each array starts 8-byte aligned). */
+export function splitConcatenated(specs: ArraySpec[], bytes: Uint8Array): Record<string, NDArray> {
+  const arrays: Record<string, NDArray> = {};
+  let offset = 0;
+  for (const spec of specs) {
+    offset = Math.ceil(offset / 8) * 8;
+    const len = spec.shape.reduce((a, b) => a * b, 1) * ITEM_SIZE[spec.dtype];
+    arrays[spec.name] = makeArray(spec, bytes.subarray(offset, offset + len));
+    offset += len;
+  }
+  return arrays;
+}
+
+/** Inflate base64 deflate-raw (the exported page's chunk encoding). */
+export async function inflateBase64(text: string): Promise<Uint8Array> {
+  const input = base64ToBytes(text);
+  const source = new ReadableStream<Uint8Array>({ start(c) { c.enqueue(input); c.close(); } });
+  const reader = source.pipeThrough(new DecompressionStream("deflate-raw") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>).getReader();
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    total += value.byteLength;
+  }
+  const out = new Uint8Array(total);
+  let o = 0;
+  for (const p of parts) { out.set(p, o); o += p.byteLength; }
+  return out;
+}
+
+export interface ChunkSource extends DataSource {
+  /** Feed chunks that arrived (from a message or the page). */
+  receive(chunks: Chunk[]): void;
+  /** Stop waiting: pending requests resolve with an error. */
+  dispose(): void;
+}
+
+/**
+ * A DataSource over a `send(keys)` transport: caches chunks, joins concurrent
+ * requests for the same key, and resolves every asked-for key (errors included).
+ */
+export function createChunkSource(send: (keys: string[]) => void, timeoutMs = 120_000): ChunkSource {
+  const cache = new Map<string, Chunk>();
+  const waiting = new Map<string, ((c: Chunk) => void)[]>();
+  const timers = new Set<ReturnType<typeof setTimeout>>();
+
+  const settle = (chunk: Chunk): void => {
+    if (!chunk.error) cache.set(chunk.key, chunk);
+    const fns = waiting.get(chunk.key);
+    waiting.delete(chunk.key);
+    for (const fn of fns ?? []) fn(chunk);
+  };
+
+  return {
+    peek: (key) => cache.get(key),
+    receive(chunks) {
+      for (const c of chunks) settle(c);
+    },
+    dispose() {
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      for (const key of [...waiting.keys()]) settle({ key, arrays: {}, error: "widget closed" });
+    },
+    request(keys) {
+      const out = new Map<string, Chunk>();
+      const missing: string[] = [];
+      const promises: Promise<void>[] = [];
+      for (const key of new Set(keys)) {
+        const hit = cache.get(key);
+        if (hit) { out.set(key, hit); continue; }
+        let list = waiting.get(key);
+        if (!list) { list = []; waiting.set(key, list); missing.push(key); }
+        const l = list;
+        promises.push(new Promise<void>((resolve) => l.push((c) => { out.set(key, c); resolve(); })));
+      }
+      if (missing.length) {
+        send(missing);
+        const t = setTimeout(() => {
+          timers.delete(t);
+          for (const key of missing) {
+            if (waiting.has(key)) settle({ key, arrays: {}, error: "no answer from the kernel (is it running?)" });
+          }
+        }, timeoutMs);
+        timers.add(t);
+      }
+      return Promise.all(promises).then(() => out);
+    },
+  };
+}
+
+/** A typed element accessor that fails loudly instead of returning undefined. */
+export function arr(chunk: Chunk, name: string): NDArray {
+  const a = chunk.arrays[name];
+  if (!a) throw new Error(`chunk ${chunk.key} has no array "${name}"`);
+  return a;
+}

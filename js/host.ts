@@ -1,0 +1,80 @@
+// In-page model host for the exported page: the anywidget model API over the
+// saved state, answering chunk requests from the embedded, compressed chunks.
+import { inflateBase64, splitConcatenated, type ArraySpec } from "./data";
+import type { Chunk, ModelLike } from "./types";
+
+export interface EmbeddedChunk { arrays?: ArraySpec[]; data?: string; error?: string }
+
+type Callback = (...args: any[]) => void;
+
+export interface PageHost extends ModelLike {
+  /** Chunks decoded so far (for tests). */
+  readonly decoded: Map<string, Chunk>;
+}
+
+/**
+ * A model whose state is `state` (trait values, `_meta` included) and whose
+ * `send({type: "request", keys})` answers with a `chunks` message built from
+ * `chunks`. Answers are asynchronous, as from a kernel.
+ */
+export function createPageHost(state: Record<string, unknown>, chunks: Record<string, EmbeddedChunk>): PageHost {
+  const values = new Map<string, unknown>(Object.entries(state));
+  const handlers = new Map<string, Set<Callback>>();
+  const decoded = new Map<string, Chunk>();
+  const emit = (event: string, ...args: unknown[]): void => {
+    for (const fn of [...(handlers.get(event) ?? [])]) fn(...args);
+  };
+
+  async function decode(key: string): Promise<Chunk> {
+    const hit = decoded.get(key);
+    if (hit) return hit;
+    const e = chunks[key];
+    if (!e) return { key, arrays: {}, error: "not included in this exported page (left out to bound its size)" };
+    if (e.error) return { key, arrays: {}, error: e.error };
+    try {
+      const bytes = e.data ? await inflateBase64(e.data) : new Uint8Array(0);
+      const c = { key, arrays: splitConcatenated(e.arrays ?? [], bytes) };
+      decoded.set(key, c);
+      return c;
+    } catch (err) {
+      return { key, arrays: {}, error: `could not decode: ${(err as Error).message}` };
+    }
+  }
+
+  return {
+    decoded,
+    get: (key) => values.get(key),
+    set(key, value) {
+      values.set(key, value);
+      emit(`change:${key}`, value);
+    },
+    on(event, cb) {
+      let s = handlers.get(event);
+      if (!s) { s = new Set(); handlers.set(event, s); }
+      s.add(cb);
+    },
+    off(event, cb) {
+      if (!event) { handlers.clear(); return; }
+      if (!cb) { handlers.delete(event); return; }
+      handlers.get(event)?.delete(cb);
+    },
+    save_changes() { /* nothing to sync with: the page is the whole world */ },
+    send(content) {
+      const msg = content as { type?: string; keys?: string[] };
+      if (msg?.type !== "request" || !Array.isArray(msg.keys)) return;
+      void Promise.all(msg.keys.map(decode)).then((list) => {
+        // Already-decoded arrays: pass them through as a chunks message whose
+        // buffers are the arrays' bytes, so the glue's decoder runs unchanged.
+        const buffers: Uint8Array[] = [];
+        const wire = list.map((c) => c.error ? { key: c.key, error: c.error } : {
+          key: c.key,
+          arrays: Object.entries(c.arrays).map(([name, a]) => {
+            buffers.push(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength));
+            return { name, dtype: a.dtype, shape: a.shape, buffer: buffers.length - 1 };
+          }),
+        });
+        emit("msg:custom", { type: "chunks", chunks: wire }, buffers);
+      });
+    },
+  };
+}

@@ -1,0 +1,52 @@
+// Token sides of a stream: labels, kinds, segments, and the defaults that follow from them.
+import type { Meta, SideMeta, StreamMeta, TokenKind } from "./types";
+
+export interface Side {
+  labels: string[];
+  raw: string[];
+  kinds: TokenKind[];
+  segments: number[] | null;
+}
+
+function side(meta: Meta, name: string, n: number): Side {
+  const s: SideMeta | null | undefined = meta.sides[name];
+  const labels = Array.from({ length: n }, (_, i) => s?.labels[i] ?? String(i));
+  return {
+    labels,
+    raw: labels.map((l, i) => s?.raw?.[i] ?? l),
+    kinds: labels.map((_, i) => s?.kinds?.[i] ?? "token"),
+    segments: s?.segments && s.segments.length >= n ? s.segments : null,
+  };
+}
+
+export function streamOf(meta: Meta, stream: string): StreamMeta {
+  const s = meta.streams[stream] ?? Object.values(meta.streams)[0];
+  if (!s) throw new Error("the trace has no attention streams");
+  return s;
+}
+
+export function querySide(meta: Meta, s: StreamMeta): Side { return side(meta, s.query_side, s.q_len); }
+export function keySide(meta: Meta, s: StreamMeta): Side { return side(meta, s.key_side, s.k_len); }
+
+/** The first query token that is neither special nor padding (0 when all are). */
+export function defaultQuery(sideQ: Side): number {
+  const i = sideQ.kinds.findIndex((k) => k === "token");
+  return i < 0 ? 0 : i;
+}
+
+/** CSS class suffixes for a token row. */
+export function tokenClasses(s: Side, i: number): string {
+  let cls = "attnscope-tok";
+  const kind = s.kinds[i];
+  if (kind === "special") cls += " is-special";
+  else if (kind === "padding") cls += " is-padding";
+  if (s.segments && i > 0 && s.segments[i] !== s.segments[i - 1]) cls += " is-boundary";
+  return cls;
+}
+
+/** Whether a (query, key) pair passes the sentence-pair filter. */
+export function pairPasses(filter: string, qSeg: number | undefined, kSeg: number | undefined): boolean {
+  if (filter === "all" || filter.length !== 2) return true;
+  const want = (c: string): number => (c === "A" ? 0 : 1);
+  return (qSeg ?? 0) === want(filter[0] as string) && (kSeg ?? 0) === want(filter[1] as string);
+}

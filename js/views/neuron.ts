@@ -1,0 +1,369 @@
+// Neuron view: why a weight is what it is. For one layer, head and query token:
+// q, every k, q×k per dimension, q·k, scale, bias/softcap/sink, and the softmax weight.
+import { diverging, hex, readTheme, type ThemeColors } from "../colors";
+import { arr } from "../data";
+import { saveButtons, svgDocument } from "../export_image";
+import { defaultQuery, keySide, querySide, streamOf, tokenClasses, type Side } from "../tokens";
+import type { AppState, Chunk, Cleanup, NDArray, ViewContext } from "../types";
+import { fmt, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas } from "./common";
+import { canvasPainter, svgPainter, type Painter } from "./painter";
+
+export const NROW = 20;
+const MAX_VIEW_H = 520;
+const OVERSCAN = 4;
+
+/** Everything the rows show for one (chunk, query), computed once. */
+export interface NeuronRows {
+  D: number;
+  K: number;
+  q: Float32Array;
+  qk: Float64Array;
+  score: Float64Array;
+  weight: Float64Array;
+  masked: Uint8Array;
+  bias: Float64Array | null;
+  scaling: number;
+  softcap: number | null;
+  sink: number | null;
+  kvHead: number;
+  maxQK: number;
+  maxProd: number;
+}
+
+const scalar = (c: Chunk, name: string): number | null => {
+  const a = c.arrays[name];
+  return a && a.data.length ? (a.data[0] as number) : null;
+};
+
+export function neuronRows(chunk: Chunk, query: number): NeuronRows {
+  const qA: NDArray = arr(chunk, "q"), kA = arr(chunk, "k"), att = arr(chunk, "attention");
+  const D = qA.shape[1] as number, K = kA.shape[0] as number;
+  const q = (qA.data as Float32Array).subarray(query * D, (query + 1) * D);
+  const k = kA.data as Float32Array;
+  const biasA = chunk.arrays.bias, maskA = chunk.arrays.mask;
+  const scaling = scalar(chunk, "scaling") ?? 1;
+  const softcap = scalar(chunk, "softcap");
+  const sink = scalar(chunk, "sink");
+  const qk = new Float64Array(K), score = new Float64Array(K), weight = new Float64Array(K);
+  const masked = new Uint8Array(K);
+  const bias = biasA ? new Float64Array(K) : null;
+  let maxQK = 0, maxProd = 0;
+  for (const v of q) maxQK = Math.max(maxQK, Math.abs(v));
+  for (let j = 0; j < K; j++) {
+    let s = 0;
+    for (let d = 0; d < D; d++) {
+      const kv = k[j * D + d] as number;
+      const p = (q[d] as number) * kv;
+      s += p;
+      maxQK = Math.max(maxQK, Math.abs(kv));
+      maxProd = Math.max(maxProd, Math.abs(p));
+    }
+    qk[j] = s;
+    let sc = s * scaling;
+    if (bias && biasA) { bias[j] = biasA.data[query * K + j] as number; sc += bias[j] as number; }
+    if (softcap) sc = softcap * Math.tanh(sc / softcap);
+    score[j] = sc;
+    masked[j] = maskA ? (maskA.data[query * K + j] as number) : 0;
+    weight[j] = att.data[query * K + j] as number;
+  }
+  return { D, K, q, qk, score, weight, masked, bias, scaling, softcap, sink, kvHead: scalar(chunk, "kv_head") ?? -1, maxQK, maxProd };
+}
+
+interface RowEls { row: HTMLDivElement; label: HTMLSpanElement; kc: HTMLCanvasElement; pc: HTMLCanvasElement; qk: HTMLSpanElement; score: HTMLSpanElement; bar: HTMLSpanElement; w: HTMLSpanElement }
+
+export function renderNeuronView(ctx: ViewContext): Cleanup {
+  const { meta, store, data, root } = ctx;
+  const L = listeners();
+  const view = h("div", "attnscope-view attnscope-neuronview", { "data-testid": "neuron-view", "data-ready": "false", "data-draws": "0" });
+  const bar = h("div", "attnscope-toolbar");
+  const status = h("div", "attnscope-status");
+  const info = h("div", "attnscope-nv-info", { "data-testid": "neuron-info" });
+  const qline = h("div", "attnscope-nv-q");
+  const qlabel = h("span", "attnscope-nv-label");
+  const qcanvas = h("canvas", "attnscope-nv-strip", { "data-testid": "neuron-q", "aria-label": "query vector, one cell per dimension" });
+  const readout = h("span", "attnscope-nv-readout", { "aria-live": "polite" });
+  qline.append(qlabel, qcanvas, readout);
+  const head = h("div", "attnscope-nv-row attnscope-nv-head");
+  for (const t of ["key", "k", "q × k", "q · k", "score", "weight"]) {
+    const s = h("span");
+    s.textContent = t;
+    head.append(s);
+  }
+  const viewport = h("div", "attnscope-nv-viewport", { "data-testid": "neuron-viewport" });
+  const body = h("div", "attnscope-nv-body");
+  viewport.append(body);
+  const sortSel = h("select", "attnscope-select", { "aria-label": "Sort keys", "data-testid": "neuron-sort" });
+  for (const [v, t] of [["position", "by position"], ["weight", "by weight"]]) {
+    const o = h("option", "", { value: v as string });
+    o.textContent = t as string;
+    sortSel.append(o);
+  }
+  bar.append(sortSel);
+  view.append(bar, status, info, qline, head, viewport);
+  root.append(view);
+
+  const st = (): AppState => store.get();
+  const stream = () => streamOf(meta, st().stream);
+  let theme: ThemeColors = readTheme(root, st().resolved_theme === "dark");
+  let chunk: Chunk | null = null;
+  let chunkKey = "";
+  let rows: NeuronRows | null = null;
+  let rowsFor = "";
+  let order: Uint32Array = new Uint32Array(0);
+  let hoverDim = -1;
+  const pool: RowEls[] = [];
+  let sideQ: Side = querySide(meta, stream());
+  let sideK: Side = keySide(meta, stream());
+
+  const reason = (): string | null => {
+    if (meta.neuron_unavailable) return meta.neuron_unavailable;
+    if (stream().head_dim == null) return "This trace has no q/k vectors for this stream (head_dim is null), so the neuron view cannot be shown.";
+    return null;
+  };
+  const queryIdx = (): number => {
+    const q = st().query;
+    return q != null && q >= 0 && q < stream().q_len ? q : defaultQuery(sideQ);
+  };
+  const cellW = (D: number): number => Math.max(1, Math.min(8, Math.floor(256 / Math.max(1, D))));
+
+  function strip(c: HTMLCanvasElement, values: (d: number) => number, D: number, max: number): void {
+    const cw = cellW(D);
+    const ctx2 = sizeCanvas(c, D * cw, NROW - 4);
+    if (!ctx2) return;
+    for (let d = 0; d < D; d++) {
+      ctx2.fillStyle = diverging(values(d), max, theme);
+      ctx2.fillRect(d * cw, 0, cw, NROW - 4);
+    }
+    if (hoverDim >= 0 && hoverDim < D) {
+      ctx2.strokeStyle = hex(theme.fg);
+      ctx2.lineWidth = 1;
+      ctx2.strokeRect(hoverDim * cw + 0.5, 0.5, cw - 1 < 1 ? 1 : cw - 1, NROW - 5);
+    }
+  }
+
+  function computeRows(): void {
+    const key = `${chunkKey}|${queryIdx()}|${sortSel.value}`;
+    if (key === rowsFor || !chunk || chunk.error) return;
+    rowsFor = key;
+    rows = neuronRows(chunk, queryIdx());
+    const r = rows;
+    order = Uint32Array.from({ length: r.K }, (_, i) => i);
+    if (sortSel.value === "weight") order.sort((a, b) => (r.weight[b] as number) - (r.weight[a] as number) || a - b);
+  }
+
+  function fillRow(el: RowEls, j: number, r: NeuronRows, sel: number | null): void {
+    const D = r.D;
+    const k = arr(chunk as Chunk, "k").data as Float32Array;
+    el.row.dataset.key = String(j);
+    el.row.dataset.qk = String(r.qk[j]);
+    el.row.dataset.weight = String(r.weight[j]);
+    el.row.className = `attnscope-nv-row${r.masked[j] ? " is-masked" : ""}${sel === j ? " is-selected" : ""}`;
+    el.row.setAttribute("aria-selected", sel === j ? "true" : "false");
+    el.label.className = tokenClasses(sideK, j);
+    el.label.textContent = sideK.labels[j] ?? String(j);
+    el.label.title = `${sideK.raw[j] ?? ""} (#${j})`;
+    strip(el.kc, (d) => k[j * D + d] as number, D, r.maxQK);
+    strip(el.pc, (d) => (r.q[d] as number) * (k[j * D + d] as number), D, r.maxProd);
+    el.qk.textContent = fmt(r.qk[j] as number);
+    el.score.textContent = r.masked[j] ? "masked" : fmt(r.score[j] as number);
+    const w = r.weight[j] as number;
+    el.bar.style.width = `${(Math.max(0, Math.min(1, w)) * 80).toFixed(1)}px`;
+    el.w.textContent = fmt(w, 3);
+  }
+
+  function newRow(): RowEls {
+    const row = h("div", "attnscope-nv-row", { role: "option" });
+    const label = h("span");
+    const kc = h("canvas", "attnscope-nv-strip");
+    const pc = h("canvas", "attnscope-nv-strip");
+    const qk = h("span", "attnscope-nv-num");
+    const score = h("span", "attnscope-nv-num");
+    const wcell = h("span", "attnscope-nv-wcell");
+    const barEl = h("span", "attnscope-nv-bar");
+    const w = h("span", "attnscope-nv-num");
+    wcell.append(barEl, w);
+    row.append(label, kc, pc, qk, score, wcell);
+    body.append(row);
+    return { row, label, kc, pc, qk, score, bar: barEl, w };
+  }
+
+  function writeInfo(r: NeuronRows): void {
+    const s = st();
+    const sm = stream();
+    const parts = [
+      `layer ${sm.layers[s.layer] ?? s.layer}`,
+      `head ${s.head}${r.kvHead >= 0 && r.kvHead !== s.head ? ` (kv head ${r.kvHead})` : ""}`,
+      `query “${sideQ.labels[queryIdx()] ?? ""}” (#${queryIdx()})`,
+      `score = q·k × ${fmt(r.scaling)}${r.bias ? " + bias" : ""}${r.softcap ? `, softcap ${fmt(r.softcap)}·tanh(·/${fmt(r.softcap)})` : ""}`,
+      `weight = softmax(score)${r.sink != null ? ` with sink ${fmt(r.sink)}` : ""}`,
+    ];
+    info.textContent = parts.join(" · ");
+    qlabel.textContent = "q";
+    strip(qcanvas, (d) => r.q[d] as number, r.D, r.maxQK);
+  }
+
+  function draw(): void {
+    const why = reason();
+    if (why) {
+      setStatus(status, why, "info");
+      info.hidden = qline.hidden = head.hidden = viewport.hidden = bar.hidden = true;
+      markDrawn(view, true);
+      return;
+    }
+    computeRows();
+    const r = rows;
+    if (!r || !chunk || chunk.error) { markDrawn(view, false); return; }
+    writeInfo(r);
+    const vh = Math.min(r.K * NROW, MAX_VIEW_H);
+    viewport.style.height = `${vh}px`;
+    body.style.height = `${r.K * NROW}px`;
+    const top = viewport.scrollTop;
+    const first = Math.max(0, Math.floor(top / NROW) - OVERSCAN);
+    const last = Math.min(r.K - 1, Math.ceil((top + vh) / NROW) + OVERSCAN);
+    const count = Math.max(0, last - first + 1);
+    while (pool.length < count) pool.push(newRow());
+    const sel = st().key;
+    for (let p = 0; p < pool.length; p++) {
+      const el = pool[p] as RowEls;
+      if (p >= count) { el.row.hidden = true; continue; }
+      el.row.hidden = false;
+      el.row.style.top = `${(first + p) * NROW}px`;
+      fillRow(el, order[first + p] as number, r, sel);
+    }
+    markDrawn(view, true);
+  }
+  const sched = scheduler(draw);
+
+  function load(): void {
+    if (reason()) { sched.request(); return; }
+    const s = st();
+    const key = `qk:${s.stream}:${s.layer}:${s.head}`;
+    if (key === chunkKey && chunk) return;
+    chunkKey = key;
+    rowsFor = "";
+    chunk = data.peek(key) ?? null;
+    if (!chunk) { setStatus(status, "Loading q and k…"); view.dataset.ready = "false"; }
+    data.request([key]).then((m) => {
+      if (key !== chunkKey) return;
+      chunk = m.get(key) ?? { key, arrays: {}, error: "missing" };
+      setStatus(status, chunk.error ? `Could not load ${key}: ${chunk.error}` : null, chunk.error ? "error" : "info");
+      sched.request();
+      const H = stream().num_heads;
+      const next = [s.head + 1, s.head - 1].filter((x) => x >= 0 && x < H).map((x) => `qk:${s.stream}:${s.layer}:${x}`);
+      if (next.length) void data.request(next);
+    }).catch(() => undefined);
+    sched.request();
+  }
+
+  const dimAt = (e: MouseEvent, c: HTMLCanvasElement): number => {
+    if (!rows) return -1;
+    const x = e.clientX - c.getBoundingClientRect().left;
+    const d = Math.floor(x / cellW(rows.D));
+    return d >= 0 && d < rows.D ? d : -1;
+  };
+  const onMove = (e: MouseEvent): void => {
+    const t = e.target as HTMLElement;
+    if (!(t instanceof HTMLCanvasElement) || !t.classList.contains("attnscope-nv-strip") || !rows) return;
+    const d = dimAt(e, t);
+    if (d === hoverDim) return;
+    hoverDim = d;
+    const rowEl = t.closest("[data-key]") as HTMLElement | null;
+    const j = rowEl ? Number(rowEl.dataset.key) : -1;
+    const kd = j >= 0 && chunk ? (arr(chunk, "k").data[j * rows.D + d] as number) : NaN;
+    readout.textContent = d < 0 ? "" : `dim ${d}: q=${fmt(rows.q[d] as number)}` + (j >= 0 ? `, k=${fmt(kd)}, q×k=${fmt((rows.q[d] as number) * kd)}` : "");
+    view.dataset.hoverDim = String(d);
+    sched.request();
+  };
+  L.on<MouseEvent>(view, "mousemove", onMove);
+  L.on(viewport, "mouseleave", () => { if (hoverDim >= 0) { hoverDim = -1; readout.textContent = ""; delete view.dataset.hoverDim; sched.request(); } });
+  L.on(viewport, "scroll", () => sched.request(), { passive: true });
+  L.on(body, "click", (e) => {
+    const r = (e.target as HTMLElement).closest?.("[data-key]") as HTMLElement | null;
+    if (r) store.set({ key: Number(r.dataset.key) });
+  });
+  L.on(sortSel, "change", () => { rowsFor = ""; sched.request(); });
+
+  const unSave = saveButtons(bar, {
+    name: () => `attnscope-neuron-L${st().layer}-H${st().head}`,
+    png: () => composePng(),
+    svg: () => composeSvg(),
+  });
+
+  /** Rows as drawn, for export: what is visible now. */
+  function visibleKeys(): number[] {
+    if (!rows) return [];
+    const top = viewport.scrollTop;
+    const vh = Math.min(rows.K * NROW, MAX_VIEW_H);
+    const out: number[] = [];
+    for (let p = Math.floor(top / NROW); p < Math.min(rows.K, Math.ceil((top + vh) / NROW)); p++) out.push(order[p] as number);
+    return out;
+  }
+  const LW = 110, GAPX = 8;
+  function layout(): { sw: number; cols: number[]; width: number } {
+    const D = rows?.D ?? 1;
+    const sw = D * cellW(D);
+    const cols = [0, LW, LW + sw + GAPX, LW + 2 * (sw + GAPX), LW + 2 * (sw + GAPX) + 70, LW + 2 * (sw + GAPX) + 140];
+    return { sw, cols, width: (cols[5] as number) + 140 };
+  }
+  /** The visible rows as one picture, for PNG and SVG alike. */
+  function compose(p: Painter): void {
+    const r = rows as NeuronRows;
+    const keys = visibleKeys();
+    const { cols } = layout();
+    const cw = cellW(r.D);
+    const k = arr(chunk as Chunk, "k").data as Float32Array;
+    const fg = hex(theme.fg);
+    const cell = (x: number, y: number, v: number, max: number): void => p.rect(x, y + 2, cw, NROW - 4, diverging(v, max, theme));
+    const c1 = cols[1] as number, c2 = cols[2] as number, c5 = cols[5] as number;
+    p.text(0, NROW / 2, `q (${sideQ.labels[queryIdx()] ?? ""})`, fg);
+    for (let d = 0; d < r.D; d++) cell(c1 + d * cw, 0, r.q[d] as number, r.maxQK);
+    keys.forEach((j, i) => {
+      const y = (i + 2) * NROW;
+      p.text(0, y + NROW / 2, sideK.labels[j] ?? String(j), fg);
+      for (let d = 0; d < r.D; d++) {
+        const kv = k[j * r.D + d] as number;
+        cell(c1 + d * cw, y, kv, r.maxQK);
+        cell(c2 + d * cw, y, (r.q[d] as number) * kv, r.maxProd);
+      }
+      p.text(cols[3] as number, y + NROW / 2, fmt(r.qk[j] as number), fg);
+      p.text(cols[4] as number, y + NROW / 2, r.masked[j] ? "masked" : fmt(r.score[j] as number), fg);
+      p.rect(c5, y + 4, 80 * (r.weight[j] as number), NROW - 8, hex(theme.accent));
+      p.text(c5 + 84, y + NROW / 2, fmt(r.weight[j] as number, 3), fg);
+    });
+  }
+  const exportSize = (): { width: number; height: number } => ({ width: layout().width, height: (visibleKeys().length + 2) * NROW });
+  function composePng(): HTMLCanvasElement | null {
+    if (!rows || !chunk) return null;
+    const { width, height } = exportSize();
+    const out = document.createElement("canvas");
+    const c = sizeCanvas(out, width, height, 2);
+    if (!c) return null;
+    c.fillStyle = hex(theme.bg);
+    c.fillRect(0, 0, width, height);
+    compose(canvasPainter(c, theme.font));
+    return out;
+  }
+  function composeSvg(): string | null {
+    if (!rows || !chunk) return null;
+    const parts: string[] = [];
+    compose(svgPainter(parts));
+    const { width, height } = exportSize();
+    return svgDocument(width, height, hex(theme.bg), parts);
+  }
+
+  const unsub = store.subscribe((changed) => {
+    if (changed.has("resolved_theme")) theme = readTheme(root, st().resolved_theme === "dark");
+    if (changed.has("stream")) { sideQ = querySide(meta, stream()); sideK = keySide(meta, stream()); }
+    if (changed.has("stream") || changed.has("layer") || changed.has("head")) load();
+    sched.request();
+  });
+  load();
+
+  return () => {
+    sched.cancel();
+    unsub();
+    unSave();
+    L.clear();
+    view.remove();
+  };
+}

@@ -1,0 +1,214 @@
+// A tiny trace computed in JS, served as protocol chunks (docs/protocol.md).
+import type { AppState, Meta, TokenKind } from "../../../js/types";
+import { createStore } from "../../../js/state";
+import { createChunkSource, decodeChunks, type ChunksMessage } from "../../../js/data";
+
+export interface FixtureOptions {
+  layers?: number; heads?: number; tokens?: number; dim?: number | null; segments?: boolean; seed?: number;
+  kvHeads?: number; bias?: boolean;
+}
+
+export interface WireArray { name: string; dtype: "u8" | "u16" | "u32" | "f32"; shape: number[]; bytes: Uint8Array }
+
+function rng(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => { s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0; return s / 2 ** 32; };
+}
+const bytesOf = (a: ArrayBufferView): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+
+export interface Fixture {
+  meta: Meta;
+  L: number; H: number; N: number; D: number;
+  q: Float32Array[][]; k: Float32Array[][]; att: Float32Array[][]; bias: Float32Array[][] | null;
+  chunk(key: string): { key: string; arrays?: WireArray[]; error?: string };
+  message(keys: string[]): { content: ChunksMessage; buffers: Uint8Array[] };
+}
+
+export function makeFixture(o: FixtureOptions = {}): Fixture {
+  const L = o.layers ?? 2, H = o.heads ?? 3, N = o.tokens ?? 6, D = o.dim === null ? 4 : o.dim ?? 4;
+  const KV = o.kvHeads ?? H;
+  const r = rng(o.seed ?? 7);
+  const labels = Array.from({ length: N }, (_, i) => (i === 0 ? "[CLS]" : i === N - 1 ? "[PAD]" : `tok${i}`));
+  const kinds: TokenKind[] = labels.map((l) => (l === "[CLS]" ? "special" : l === "[PAD]" ? "padding" : "token"));
+  const segments = o.segments ? labels.map((_, i) => (i < N / 2 ? 0 : 1)) : null;
+  const scaling = 1 / Math.sqrt(D);
+  const q: Float32Array[][] = [], k: Float32Array[][] = [], att: Float32Array[][] = [];
+  const bias: Float32Array[][] | null = o.bias ? [] : null;
+  for (let l = 0; l < L; l++) {
+    q.push([]); k.push([]); att.push([]); bias?.push([]);
+    const kv = Array.from({ length: KV }, () => Float32Array.from({ length: N * D }, () => (r() - 0.5) * 4));
+    for (let h = 0; h < H; h++) {
+      const qh = Float32Array.from({ length: N * D }, () => (r() - 0.5) * 4);
+      const kh = kv[Math.floor(h / (H / KV))] as Float32Array;
+      const bh = o.bias ? Float32Array.from({ length: N * N }, () => r() - 0.5) : null;
+      const a = new Float32Array(N * N);
+      for (let i = 0; i < N; i++) {
+        const s: number[] = [];
+        for (let j = 0; j < N; j++) {
+          let dot = 0;
+          for (let d = 0; d < D; d++) dot += (qh[i * D + d] as number) * (kh[j * D + d] as number);
+          s.push(dot * scaling + (bh ? (bh[i * N + j] as number) : 0));
+        }
+        const m = Math.max(...s);
+        const e = s.map((x) => Math.exp(x - m));
+        const z = e.reduce((x, y) => x + y, 0);
+        e.forEach((x, j) => { a[i * N + j] = x / z; });
+      }
+      q[l]!.push(qh); k[l]!.push(kh); att[l]!.push(a); bias?.[l]!.push(bh as Float32Array);
+    }
+  }
+  const meta: Meta = {
+    protocol: 1,
+    title: `fixture · ${L} layers × ${H} heads`,
+    sides: { source: { labels, raw: labels.map((x) => `raw:${x}`), kinds, segments }, target: null },
+    streams: {
+      self: {
+        label: "self-attention", query_side: "source", key_side: "source",
+        layers: Array.from({ length: L }, (_, i) => i), num_heads: H, num_kv_heads: KV,
+        q_len: N, k_len: N, head_dim: o.dim === null ? null : D,
+        has_bias: !!o.bias, has_mask: false, has_softcap: false, has_sinks: false,
+        thumb_rows: N, thumb_cols: N, top_k: N,
+      },
+    },
+    neuron_unavailable: null,
+    notes: [],
+    embedded: false,
+  };
+
+  function chunk(key: string): { key: string; arrays?: WireArray[]; error?: string } {
+    const p = key.split(":");
+    const l = Number(p[2]), h = Number(p[3]);
+    if (p[1] !== "self") return { key, error: "unknown stream" };
+    if (p[0] === "thumbs") {
+      const t = new Uint8Array(L * H * N * N);
+      for (let li = 0; li < L; li++) for (let hi = 0; hi < H; hi++) {
+        const a = att[li]![hi]!;
+        const mx = Math.max(...a);
+        a.forEach((v, i) => { t[(li * H + hi) * N * N + i] = Math.round((255 * v) / mx); });
+      }
+      return { key, arrays: [{ name: "thumbs", dtype: "u8", shape: [L, H, N, N], bytes: t }] };
+    }
+    if (!(l >= 0 && l < L)) return { key, error: `no layer ${p[2]}` };
+    if (p[0] === "top") {
+      const index = new Uint16Array(H * N * N), weight = new Uint8Array(H * N * N), rowmax = new Float32Array(H * N);
+      for (let hi = 0; hi < H; hi++) for (let i = 0; i < N; i++) {
+        const row = Array.from(att[l]![hi]!.subarray(i * N, (i + 1) * N));
+        const order = row.map((_, j) => j).sort((a, b) => (row[b] as number) - (row[a] as number));
+        const rm = row[order[0] as number] as number;
+        rowmax[hi * N + i] = rm;
+        order.forEach((j, t) => { index[(hi * N + i) * N + t] = j; weight[(hi * N + i) * N + t] = Math.round((255 * (row[j] as number)) / rm); });
+      }
+      return { key, arrays: [
+        { name: "index", dtype: "u16", shape: [H, N, N], bytes: bytesOf(index) },
+        { name: "weight", dtype: "u8", shape: [H, N, N], bytes: weight },
+        { name: "rowmax", dtype: "f32", shape: [H, N], bytes: bytesOf(rowmax) },
+      ] };
+    }
+    if (!(h >= 0 && h < H)) return { key, error: `no head ${p[3]}` };
+    if (p[0] === "attn") {
+      const a = att[l]![h]!, weight = new Uint8Array(N * N), rowmax = new Float32Array(N);
+      for (let i = 0; i < N; i++) {
+        const rm = Math.max(...a.subarray(i * N, (i + 1) * N));
+        rowmax[i] = rm;
+        for (let j = 0; j < N; j++) weight[i * N + j] = Math.round((255 * (a[i * N + j] as number)) / rm);
+      }
+      return { key, arrays: [
+        { name: "weight", dtype: "u8", shape: [N, N], bytes: weight },
+        { name: "rowmax", dtype: "f32", shape: [N], bytes: bytesOf(rowmax) },
+      ] };
+    }
+    if (p[0] === "qk") {
+      if (o.dim === null) return { key, error: "no q/k recorded" };
+      const arrays: WireArray[] = [
+        { name: "q", dtype: "f32", shape: [N, D], bytes: bytesOf(q[l]![h]!) },
+        { name: "k", dtype: "f32", shape: [N, D], bytes: bytesOf(k[l]![h]!) },
+        { name: "scaling", dtype: "f32", shape: [1], bytes: bytesOf(Float32Array.of(scaling)) },
+        { name: "kv_head", dtype: "u32", shape: [1], bytes: bytesOf(Uint32Array.of(Math.floor(h / (H / KV)))) },
+        { name: "attention", dtype: "f32", shape: [N, N], bytes: bytesOf(att[l]![h]!) },
+      ];
+      if (bias) arrays.push({ name: "bias", dtype: "f32", shape: [N, N], bytes: bytesOf(bias[l]![h]!) });
+      return { key, arrays };
+    }
+    return { key, error: `unknown key ${key}` };
+  }
+
+  function message(keys: string[]): { content: ChunksMessage; buffers: Uint8Array[] } {
+    const buffers: Uint8Array[] = [];
+    const chunks = keys.map((key) => {
+      const c = chunk(key);
+      if (c.error) return { key, error: c.error };
+      return { key, arrays: (c.arrays ?? []).map((a) => { buffers.push(a.bytes); return { name: a.name, dtype: a.dtype, shape: a.shape, buffer: buffers.length - 1 }; }) };
+    });
+    return { content: { type: "chunks", chunks }, buffers };
+  }
+
+  return { meta, L, H, N, D, q, k, att, bias, chunk, message };
+}
+
+/** A store + DataSource for driving a view directly. */
+export function viewContext(f: Fixture, patch: Partial<AppState> = {}) {
+  const store = createStore<AppState>({
+    view: "head", stream: "self", layer: 0, heads: Array.from({ length: f.H }, (_, i) => i), head: 0,
+    query: null, key: null, pair_filter: "all", theme: "light", resolved_theme: "light", ...patch,
+  });
+  const requested: string[][] = [];
+  const data = createChunkSource((keys) => {
+    requested.push(keys);
+    queueMicrotask(() => {
+      const m = f.message(keys);
+      data.receive(decodeChunks(m.content, m.buffers));
+    });
+  });
+  const root = document.createElement("div");
+  document.body.append(root);
+  return { meta: f.meta, store, data, root, requested };
+}
+
+/** Wait until `cond` holds (polling microtasks and timers), or fail. */
+export async function until(cond: () => boolean, ms = 2000): Promise<void> {
+  const t0 = Date.now();
+  while (!cond()) {
+    if (Date.now() - t0 > ms) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
+export type Handler = (...args: any[]) => void;
+
+/** An anywidget-like model; answers requests like the kernel would. */
+export function mockModel(f: Fixture, traits: Record<string, unknown> = {}, opts: { colab?: boolean; offset?: boolean } = {}) {
+  const values = new Map<string, unknown>(Object.entries({
+    _meta: f.meta, view: "head", stream: "self", layer: 0, heads: Array.from({ length: f.H }, (_, i) => i), head: 0,
+    query: null, key: null, pair_filter: "all", theme: "light", ...traits,
+  }));
+  const handlers = new Map<string, Set<Handler>>();
+  const log = { on: 0, off: 0, sent: [] as unknown[], saves: 0, sets: [] as [string, unknown][] };
+  const emit = (ev: string, ...a: unknown[]): void => { for (const fn of [...(handlers.get(ev) ?? [])]) fn(...a); };
+  const model = {
+    log,
+    handlers,
+    get: (k: string) => values.get(k),
+    set: (k: string, v: unknown) => { values.set(k, v); log.sets.push([k, v]); emit(`change:${k}`); },
+    on: (ev: string, fn: Handler) => { log.on++; let s = handlers.get(ev); if (!s) handlers.set(ev, (s = new Set())); s.add(fn); },
+    off: (ev: string, fn: Handler) => { log.off++; handlers.get(ev)?.delete(fn); },
+    save_changes: () => { log.saves++; },
+    send: (content: { type: string; keys: string[] }) => {
+      log.sent.push(content);
+      setTimeout(() => {
+        const m = f.message(content.keys);
+        const buffers = m.buffers.map((b) => {
+          if (opts.colab) return new Uint8Array(b);
+          // JupyterLab: DataViews into a larger buffer, at an odd offset.
+          const big = new Uint8Array(b.byteLength + (opts.offset ? 3 : 0));
+          big.set(b, opts.offset ? 3 : 0);
+          return new DataView(big.buffer, opts.offset ? 3 : 0, b.byteLength);
+        });
+        emit("msg:custom", m.content, buffers);
+      }, 0);
+    },
+    /** Python-side trait change. */
+    kernelSet: (k: string, v: unknown) => { values.set(k, v); emit(`change:${k}`); },
+    listenerCount: () => [...handlers.values()].reduce((n, s) => n + s.size, 0),
+  };
+  return model;
+}
