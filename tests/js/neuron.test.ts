@@ -1,0 +1,90 @@
+import { renderNeuronView } from "../../js/views/neuron";
+import { installCanvas } from "./helpers/canvas";
+import { makeFixture, until, viewContext } from "./helpers/fixture";
+
+beforeAll(installCanvas);
+afterEach(() => { document.body.replaceChildren(); });
+
+async function setup(opts = {}, patch = {}) {
+  const f = makeFixture(opts);
+  const ctx = viewContext(f, { view: "neuron", ...patch });
+  const cleanup = renderNeuronView(ctx);
+  const view = ctx.root.querySelector<HTMLElement>('[data-testid="neuron-view"]')!;
+  await until(() => view.dataset.ready === "true");
+  return { f, ctx, cleanup, view };
+}
+const rowsOf = (v: HTMLElement) => [...v.querySelectorAll<HTMLElement>("[data-key]")].filter((r) => !r.hidden);
+
+describe("neuron view", () => {
+  it("shows q·k per key equal to Σ q[d]·k[d] and the exact softmax weight", async () => {
+    const { f, view, ctx } = await setup({ bias: true }, { layer: 1, head: 2, query: 3 });
+    expect(ctx.requested[0]).toEqual(["qk:self:1:2"]);
+    const rows = rowsOf(view);
+    expect(rows.length).toBe(f.N);
+    for (const r of rows) {
+      const j = Number(r.dataset.key);
+      let dot = 0;
+      for (let d = 0; d < f.D; d++) dot += f.q[1]![2]![3 * f.D + d]! * f.k[1]![2]![j * f.D + d]!;
+      expect(Number(r.dataset.qk)).toBeCloseTo(dot, 6);
+      expect(Number(r.dataset.weight)).toBeCloseTo(f.att[1]![2]![3 * f.N + j]!, 7);
+    }
+    expect(view.textContent).toContain("+ bias");
+    expect(view.querySelector('[data-testid="neuron-info"]')!.textContent).toContain("query “tok3” (#3)");
+  });
+
+  it("defaults to the first non-special query and shows the kv head under GQA", async () => {
+    const { view } = await setup({ heads: 4, kvHeads: 2 }, { head: 1 });
+    const info = view.querySelector('[data-testid="neuron-info"]')!.textContent!;
+    expect(info).toContain("(#1)");
+    expect(info).toContain("kv head 0");
+  });
+
+  it("sorts by weight on request", async () => {
+    const { view } = await setup();
+    const sel = view.querySelector<HTMLSelectElement>('[data-testid="neuron-sort"]')!;
+    sel.value = "weight";
+    const n = Number(view.dataset.draws);
+    sel.dispatchEvent(new Event("change"));
+    await until(() => Number(view.dataset.draws) > n);
+    const ws = rowsOf(view).sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top)).map((r) => Number(r.dataset.weight));
+    expect(ws).toEqual([...ws].sort((a, b) => b - a));
+  });
+
+  it("clicking a key row sets key; selection change reloads", async () => {
+    const { view, ctx } = await setup();
+    rowsOf(view)[4]!.click();
+    expect(ctx.store.get().key).toBe(4);
+    ctx.store.set({ head: 1 });
+    await until(() => ctx.requested.flat().includes("qk:self:0:1"));
+  });
+
+  it("hovering a dimension highlights it across rows", async () => {
+    const { view } = await setup();
+    const strip = rowsOf(view)[0]!.querySelector("canvas")!;
+    strip.dispatchEvent(new MouseEvent("mousemove", { clientX: 9, bubbles: true }));
+    await until(() => view.dataset.hoverDim !== undefined);
+    expect(Number(view.dataset.hoverDim)).toBeGreaterThanOrEqual(0);
+  });
+
+  it("shows the reason when the neuron view is unavailable", async () => {
+    const f = makeFixture({ dim: null });
+    const ctx = viewContext(f, { view: "neuron" });
+    renderNeuronView(ctx);
+    await until(() => /head_dim is null/.test(ctx.root.textContent ?? ""));
+    const f2 = makeFixture();
+    f2.meta.neuron_unavailable = "DeBERTa scores are not q·k";
+    const ctx2 = viewContext(f2, { view: "neuron" });
+    renderNeuronView(ctx2);
+    await until(() => /DeBERTa/.test(ctx2.root.textContent ?? ""));
+    expect(ctx2.requested.length).toBe(0);
+  });
+
+  it("cleanup stops redraws", async () => {
+    const { view, ctx, cleanup } = await setup();
+    cleanup();
+    const n = Number(view.dataset.draws);
+    ctx.store.set({ head: 2, query: 2 });
+    await new Promise((r) => setTimeout(r, 5));
+    expect(Number(view.dataset.draws)).toBe(n);
+  });
+});

@@ -1,0 +1,134 @@
+import widget from "../../js/widget";
+import { installCanvas } from "./helpers/canvas";
+import { makeFixture, mockModel, until } from "./helpers/fixture";
+
+beforeAll(installCanvas);
+afterEach(() => { document.body.replaceChildren(); });
+
+function mountWith(traits = {}, opts = {}) {
+  const f = makeFixture({ layers: 2, heads: 3 });
+  const model = mockModel(f, traits, opts);
+  const el = document.createElement("div");
+  document.body.append(el);
+  const cleanup = widget.render({ model, el });
+  return { f, model, el, cleanup };
+}
+const ready = (el: HTMLElement, id: string) => el.querySelector<HTMLElement>(`[data-testid="${id}"]`)?.dataset.ready === "true";
+
+describe("widget glue", () => {
+  it("requests chunks after render (no binary initial state) and draws", async () => {
+    const { model, el } = mountWith({}, { offset: true });
+    expect(model.log.sent[0]).toEqual({ type: "request", keys: ["top:self:0"] });
+    await until(() => ready(el, "head-view"));
+    expect(el.querySelector('[data-testid="layer-select"]')).not.toBeNull();
+  });
+
+  it("works with Colab's Uint8Array buffers", async () => {
+    const { el } = mountWith({ view: "model" }, { colab: true });
+    await until(() => ready(el, "model-view"));
+  });
+
+  it("store → traits: a swatch click sets heads and saves", async () => {
+    const { model, el } = mountWith();
+    await until(() => ready(el, "head-view"));
+    el.querySelector<HTMLButtonElement>('[data-head="0"]')!.click();
+    expect(model.get("heads")).toEqual([1, 2]);
+    expect(model.log.saves).toBe(1);
+  });
+
+  it("traits → views: Python changing view/layer shows in the browser", async () => {
+    const { model, el } = mountWith();
+    await until(() => ready(el, "head-view"));
+    model.kernelSet("view", "neuron");
+    model.kernelSet("layer", 1);
+    await until(() => ready(el, "neuron-view"));
+    expect(model.log.sent.map((m) => (m as { keys: string[] }).keys).flat()).toContain("qk:self:1:0");
+    expect(el.querySelector<HTMLSelectElement>('[data-testid="layer-select"]')!.value).toBe("1");
+    expect(el.querySelector('[data-testid="tab-neuron"]')!.getAttribute("aria-selected")).toBe("true");
+  });
+
+  it("views stay in sync: a model-view click opens the head view", async () => {
+    const { model, el } = mountWith({ view: "model" });
+    await until(() => ready(el, "model-view"));
+    const canvas = el.querySelector<HTMLCanvasElement>('[data-testid="model-canvas"]')!;
+    canvas.dispatchEvent(new MouseEvent("click", { clientX: 40, clientY: 20, bubbles: true }));
+    expect(model.get("view")).toBe("head");
+    await until(() => ready(el, "head-view"));
+  });
+
+  it("keyboard: arrows move the query, ] changes layer, →/← change head in the neuron view", async () => {
+    const { model, el } = mountWith({ view: "neuron" });
+    const root = el.querySelector<HTMLElement>('[data-testid="attnscope-root"]')!;
+    expect(root.tabIndex).toBe(0);
+    const key = (k: string) => root.dispatchEvent(new KeyboardEvent("keydown", { key: k, bubbles: true }));
+    key("ArrowDown");
+    expect(model.get("query")).toBe(1); // first non-special token
+    key("ArrowDown");
+    expect(model.get("query")).toBe(2);
+    key("]");
+    expect(model.get("layer")).toBe(1);
+    key("ArrowRight");
+    expect(model.get("head")).toBe(1);
+    key("ArrowLeft");
+    expect(model.get("head")).toBe(0);
+  });
+
+  it("theme trait sets data-theme on the root", async () => {
+    const { model, el } = mountWith({ theme: "dark" });
+    const root = el.querySelector<HTMLElement>('[data-testid="attnscope-root"]')!;
+    expect(root.dataset.theme).toBe("dark");
+    model.kernelSet("theme", "light");
+    expect(root.dataset.theme).toBe("light");
+  });
+
+  it("auto theme follows JupyterLab's data-jp-theme-light", async () => {
+    const { model, el } = mountWith({ theme: "auto" });
+    const root = el.querySelector<HTMLElement>('[data-testid="attnscope-root"]')!;
+    document.body.dataset.jpThemeLight = "false";
+    await until(() => root.dataset.theme === "dark");
+    document.body.dataset.jpThemeLight = "true";
+    await until(() => root.dataset.theme === "light");
+    delete document.body.dataset.jpThemeLight;
+    expect(model.get("theme")).toBe("auto");
+  });
+
+  it("shows a message for an error chunk", async () => {
+    const f = makeFixture();
+    const model = mockModel(f);
+    const emit = (c: unknown) => { for (const fn of model.handlers.get("msg:custom") ?? []) fn(c, []); };
+    model.send = ((c: { keys: string[] }) => {
+      setTimeout(() => emit({ type: "chunks", chunks: c.keys.map((key) => ({ key, error: "kernel restarted" })) }), 0);
+    }) as typeof model.send;
+    const el = document.createElement("div");
+    document.body.append(el);
+    widget.render({ model, el });
+    await until(() => /Could not load top:self:0: kernel restarted/.test(el.textContent ?? ""));
+    expect(el.querySelector('[role="alert"]')).not.toBeNull();
+  });
+
+  it("two widgets on a page are independent", async () => {
+    const a = mountWith();
+    const b = mountWith();
+    await until(() => ready(a.el, "head-view") && ready(b.el, "head-view"));
+    a.el.querySelector<HTMLButtonElement>('[data-head="1"]')!.click();
+    expect(a.model.get("heads")).toEqual([0, 2]);
+    expect(b.model.get("heads")).toEqual([0, 1, 2]);
+  });
+
+  it("cleanup calls off for every on and empties el", async () => {
+    const { model, el, cleanup } = mountWith();
+    await until(() => ready(el, "head-view"));
+    (cleanup as () => void)();
+    expect(model.listenerCount()).toBe(0);
+    expect(model.log.off).toBe(model.log.on);
+    expect(el.children.length).toBe(0);
+  });
+
+  it("an empty _meta shows a message, not a blank cell", () => {
+    const f = makeFixture();
+    const model = mockModel(f, { _meta: {} });
+    const el = document.createElement("div");
+    widget.render({ model, el });
+    expect(el.textContent).toMatch(/no attention data/);
+  });
+});
