@@ -192,3 +192,15 @@ def test_bad_calls_are_refused(
     target = named[modules] if isinstance(modules, str) else modules
     with pytest.raises(error, match=message):
         AttentionTrace.from_module(target, x, tokens, **kwargs)
+
+
+def test_per_head_attn_mask_is_recorded_per_head() -> None:
+    g = torch.Generator().manual_seed(3)
+    mask = torch.rand(2 * 4, 6, 6, generator=g) < 0.5
+    mask[:, :, 0] = False
+    trace = AttentionTrace.from_module(_layers(2), _x(batch=2), TOKENS, attn_mask=mask)
+    recorded = trace.stream.mask
+    assert recorded is not None
+    assert recorded.shape == (1, 4, 6, 6)
+    np.testing.assert_array_equal(recorded[0], mask[:4].numpy())  # batch item 0's heads
+    assert trace.check() <= CHECK_TOL

@@ -261,7 +261,7 @@ class MultiHeadAttention(nn.Module):
         # saturate the softmax), add any additive mask, hide masked keys.
         logits = scores * self.scaling
         if masks.bias is not None:
-            logits = logits + masks.bias.to(logits.dtype)
+            logits = logits + masks.bias.to(logits)
         logits = logits.masked_fill(masks.blocked, float("-inf"))
 
         weights = torch.softmax(logits, dim=-1)
