@@ -70,6 +70,11 @@ def display_label(token: str, *, byte_level: bool = False) -> str:
         text = token[2:]
     else:
         text = token.replace("▁", " ")
+    return _visible(text)
+
+
+def _visible(text: str) -> str:
+    """Show control whitespace as escapes and a whitespace-only label as ``␣``."""
     text = text.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
     return text if text.strip() or not text else "␣" * len(text)
 
@@ -120,3 +125,59 @@ def guess_kinds(tokens: Sequence[str]) -> list[TokenKind]:
         else:
             kinds.append("token")
     return kinds
+
+
+def offset_labels(
+    raw: Sequence[str],
+    kinds: Sequence[TokenKind],
+    offsets: Sequence[tuple[int, int]],
+    texts: Sequence[str],
+    sequence_ids: Sequence[int | None] | None = None,
+) -> list[str]:
+    """Display labels cut from the original text by each token's character offsets.
+
+    The original text is what a reader recognises: it keeps the casing a
+    lower-casing tokenizer dropped and shows characters an ``[UNK]`` stands for.
+    A word-start marker (``Ġ``, ``▁``) keeps its leading space, as in
+    :func:`display_labels`. Special tokens, tokens with an empty span and the
+    later pieces of one character split into bytes fall back to
+    :func:`display_labels`.
+
+    Parameters
+    ----------
+    raw
+        The tokenizer's tokens.
+    kinds
+        ``"token"``, ``"special"`` or ``"padding"`` per token.
+    offsets
+        ``(start, end)`` character span of each token in its text.
+    texts
+        The text of each sequence (one, or two for a sentence pair).
+    sequence_ids
+        Which text each token comes from (None for special tokens); None when
+        there is one text.
+
+    Examples
+    --------
+    >>> offset_labels(["[CLS]", "hello", "[UNK]", "[SEP]"],
+    ...               ["special", "token", "token", "special"],
+    ...               [(0, 0), (0, 5), (6, 7), (0, 0)], ["Hello 😀"])
+    ['[CLS]', 'Hello', '😀', '[SEP]']
+    >>> offset_labels(["The", "Ġcat"], ["token", "token"], [(0, 3), (4, 7)], ["The cat"])
+    ['The', ' cat']
+    """
+    fallback = display_labels(raw)
+    labels: list[str] = []
+    ends: dict[int, int] = {}
+    for i, (token, kind, (start, end)) in enumerate(zip(raw, kinds, offsets, strict=True)):
+        seq = 0 if sequence_ids is None else sequence_ids[i]
+        if kind != "token" or seq is None or end <= start or start < ends.get(seq, 0):
+            labels.append(fallback[i])
+            continue
+        text = texts[seq]
+        piece = text[start:end]
+        if token[:1] in ("Ġ", "▁") and not piece[:1].isspace() and start and text[start - 1] == " ":
+            piece = " " + piece
+        ends[seq] = end
+        labels.append(_visible(piece))
+    return labels

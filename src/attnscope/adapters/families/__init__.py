@@ -1,0 +1,1 @@
+"""Per-family capture for model code that predates transformers' AttentionInterface."""

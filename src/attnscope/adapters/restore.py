@@ -1,0 +1,79 @@
+"""Leave a model exactly as it was found, whatever happens during a capture.
+
+Capture switches the attention implementation of every config in the model,
+adds hooks, puts the model in eval mode and registers functions with
+transformers. :func:`preserved` records all of that first and puts it back on
+the way out, also when the capture raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+# Hook dictionaries a capture may touch; each is restored to its recorded keys.
+_HOOK_DICTS = (
+    "_forward_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_forward_pre_hooks",
+    "_forward_pre_hooks_with_kwargs",
+)
+
+
+def _configs(model: torch.nn.Module) -> list[Any]:
+    """Every config object reachable from the model: module configs and their sub-configs."""
+    found: dict[int, Any] = {}
+    pending: list[Any] = [m.config for m in model.modules() if hasattr(m, "config")]
+    while pending:
+        config = pending.pop()
+        if config is None or id(config) in found or not hasattr(config, "sub_configs"):
+            continue
+        found[id(config)] = config
+        pending.extend(getattr(config, key, None) for key in config.sub_configs)
+    return list(found.values())
+
+
+@contextmanager
+def preserved(model: torch.nn.Module) -> Iterator[None]:
+    """Restore attention implementations, hooks, modes and ``requires_grad`` on exit.
+
+    Parameters
+    ----------
+    model
+        Any ``torch.nn.Module``; configs are found on every sub-module that has one.
+
+    Examples
+    --------
+    >>> import torch
+    >>> layer = torch.nn.Linear(2, 2).train()
+    >>> with preserved(layer):
+    ...     _ = layer.eval()
+    >>> layer.training
+    True
+    """
+    configs = [(c, c.__dict__.get("_attn_implementation_internal")) for c in _configs(model)]
+    modules = list(model.modules())
+    modes = [m.training for m in modules]
+    hooks = [{name: list(getattr(m, name, {})) for name in _HOOK_DICTS} for m in modules]
+    grads = [(p, p.requires_grad) for p in model.parameters()]
+    try:
+        yield
+    finally:
+        # Raw attribute writes: the property setter would also rewrite sub-configs,
+        # which may have held different implementations of their own.
+        for config, implementation in configs:
+            config.__dict__["_attn_implementation_internal"] = implementation
+        for module, mode, kept in zip(modules, modes, hooks, strict=True):
+            module.training = mode
+            for name, keys in kept.items():
+                table = getattr(module, name, None)
+                if table is None:
+                    continue
+                for key in [k for k in table if k not in keys]:
+                    del table[key]
+        for param, flag in grads:
+            param.requires_grad_(flag)

@@ -1,0 +1,77 @@
+"""The decoder side of encoder–decoder models (T5, BART): a given or generated target."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from attnscope.adapters.tokenize import Encoded, encode_text
+from attnscope.tokens import TokenKind, display_labels
+from attnscope.trace import Tokens
+
+MAX_NEW_TOKENS = 20
+
+
+def _start_id(model: Any) -> int:
+    start = getattr(model.config, "decoder_start_token_id", None)
+    if start is None:
+        start = getattr(getattr(model, "generation_config", None), "decoder_start_token_id", None)
+    if start is None:
+        raise ValueError(
+            f"{type(model).__name__} has no decoder_start_token_id in its config; set "
+            "model.config.decoder_start_token_id so the decoder input can be built."
+        )
+    return int(start)
+
+
+def _tokens_for_ids(tokenizer: Any, ids: list[int]) -> Tokens:
+    raw = [str(t) for t in tokenizer.convert_ids_to_tokens(ids)]
+    special = set(getattr(tokenizer, "all_special_ids", ()))
+    kinds: list[TokenKind] = ["special" if i in special else "token" for i in ids]
+    return Tokens(display_labels(raw), raw, kinds)
+
+
+def encode_target(model: Any, tokenizer: Any, source: Encoded, target: str | None) -> Encoded:
+    """Decoder input ids and tokens: ``[decoder start] + target``, or a greedy generation.
+
+    Parameters
+    ----------
+    model
+        An encoder–decoder model; it must be able to generate when ``target`` is None.
+    tokenizer
+        The model's tokenizer.
+    source
+        The encoded input text.
+    target
+        The decoder text, or None to generate up to 20 tokens greedily.
+
+    Examples
+    --------
+    >>> enc = encode_target(model, tok, encode_text(tok, "translate: hi"), None)  # doctest: +SKIP
+    >>> enc.tokens.labels[0]                                                       # doctest: +SKIP
+    '<pad>'
+    """
+    start = _start_id(model)
+    if target is not None:
+        encoded = encode_text(tokenizer, target)
+        start_token = _tokens_for_ids(tokenizer, [start])
+        toks = encoded.tokens
+        tokens = Tokens(
+            start_token.labels + toks.labels,
+            start_token.raw + toks.raw,
+            ("special", *toks.kinds),
+        )
+        ids = torch.cat([torch.tensor([[start]]), encoded.inputs["input_ids"]], dim=1)
+    else:
+        if not model.can_generate():
+            raise ValueError(
+                f"{type(model).__name__} cannot generate a target (it has no language-model "
+                "head); pass target= with the decoder text."
+            )
+        ids = model.generate(
+            **source.inputs, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1
+        )
+        tokens = _tokens_for_ids(tokenizer, [int(i) for i in ids[0]])
+    keep = list(range(ids.shape[1]))
+    return Encoded({"decoder_input_ids": ids}, tokens, keep, len(keep), len(keep))
