@@ -306,3 +306,15 @@ def test_from_tensors_errors(
 ) -> None:
     with pytest.raises(error, match=message):
         AttentionTrace.from_tensors(attention, tokens, **kwargs)
+
+
+def test_metadata_rejects_nan_because_the_browser_cannot_parse_it() -> None:
+    att = np.ones((1, 1, 1, 1), np.float32)
+    with pytest.raises(ValueError, match="no NaN or inf"):
+        AttentionTrace(["a"], att, metadata={"x": float("nan")})
+
+
+def test_scaling_without_queries_is_refused() -> None:
+    att = np.ones((1, 1, 1, 1), np.float32)
+    with pytest.raises(ValueError, match="scaling was given without queries"):
+        AttentionTrace(["a"], att, scaling=[1.0])

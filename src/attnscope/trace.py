@@ -242,7 +242,10 @@ class AttentionStream:
                 )
             put(self, "scaling", scaling)
         elif self.scaling is not None:
-            put(self, "scaling", as_float32(self.scaling, "scaling").reshape(-1))
+            raise ValueError(
+                f"{self.name}: scaling was given without queries and keys; it is only "
+                "meaningful with them (pass queries= and keys=, or drop scaling=)."
+            )
         full = (num_layers, num_heads, q_len, k_len)
         if self.bias is not None:
             bias = as_float32(self.bias, "bias", allow_inf=True)
@@ -447,9 +450,9 @@ class AttentionTrace:
         }
         meta = dict(metadata or {})
         try:
-            json.dumps(meta)
-        except TypeError as err:
-            raise ValueError(f"metadata must be JSON-serialisable: {err}") from None
+            json.dumps(meta, allow_nan=False)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"metadata must be JSON-serialisable (no NaN or inf): {err}") from None
         self.metadata: dict[str, Any] = meta
         self.notes: list[str] = [str(n) for n in notes]
 
