@@ -1,0 +1,272 @@
+"""``show_head_view`` and friends: any source in, an :class:`AttentionWidget` out.
+
+A *source* is one of:
+
+- a Hugging Face model with ``text`` (captured with :func:`attnscope.capture`);
+- a model name or local path (loaded, then captured);
+- an :class:`~attnscope.MultiHeadAttention` (or a list of them, run as layers)
+  with the input tensor ``x`` as second argument and ``tokens=``;
+- an :class:`~attnscope.AttentionTrace`;
+- raw attention: a tuple of per-layer ``(batch, heads, n, n)`` tensors (what
+  ``output_attentions=True`` returns) or one ``(layers, heads, n, n)`` array,
+  with ``tokens=``.
+
+The helpers return the widget and display nothing themselves: the last
+expression of a notebook cell is displayed, so ``show_head_view(...)`` as the
+last line shows it; elsewhere use ``IPython.display.display(widget)``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from attnscope.trace import AttentionTrace
+
+if TYPE_CHECKING:
+    from attnscope.widget import AttentionWidget
+
+SourceKind = Literal["trace", "module", "model", "name", "tensors"]
+ViewName = Literal["head", "model", "neuron"]
+
+WIDGET_OPTIONS = ("stream", "layer", "heads", "head", "query", "key", "pair_filter", "theme")
+"""Keywords passed to :class:`~attnscope.AttentionWidget`."""
+SOURCE_OPTIONS: Mapping[SourceKind, tuple[str, ...]] = {
+    "trace": (),
+    "module": ("tokens", "attn_mask", "key_padding_mask"),
+    "model": ("tokenizer", "text_pair", "target", "layers", "max_tokens"),
+    "name": ("tokenizer", "text_pair", "target", "layers", "max_tokens"),
+    "tensors": ("tokens", "sentence_b_start", "prettify_tokens"),
+}
+"""Keywords that build the trace, by kind of source."""
+
+_SOURCES_HELP = (
+    "a Hugging Face model with text, a model name or path with text, a "
+    "MultiHeadAttention with an input tensor and tokens=, an AttentionTrace, or a "
+    "tuple of per-layer attention tensors with tokens="
+)
+
+
+def source_kind(source: object) -> SourceKind:
+    """Say which kind of source ``source`` is, or raise TypeError listing the kinds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> source_kind((np.full((1, 1, 2, 2), 0.5),)), source_kind("bert-base-uncased")
+    ('tensors', 'name')
+    """
+    if isinstance(source, AttentionTrace):
+        return "trace"
+    if isinstance(source, str | os.PathLike):
+        return "name"
+    if _is_mha(source) or (
+        isinstance(source, list | tuple) and source and all(_is_mha(m) for m in source)
+    ):
+        return "module"
+    if hasattr(source, "config") and hasattr(source, "forward"):
+        return "model"
+    if isinstance(source, list | tuple) or hasattr(source, "shape"):
+        return "tensors"
+    raise TypeError(f"cannot show attention from a {type(source).__name__}; pass {_SOURCES_HELP}.")
+
+
+def _is_mha(value: object) -> bool:
+    mha = _loaded_mha_class()
+    return mha is not None and isinstance(value, mha)
+
+
+def _loaded_mha_class() -> type | None:
+    # Only a module that has been imported can have produced an instance.
+    import sys
+
+    module = sys.modules.get("attnscope.mha")
+    return getattr(module, "MultiHeadAttention", None) if module else None
+
+
+def split_options(
+    kind: SourceKind, options: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split keyword options into (trace-building, widget) options; reject the rest.
+
+    Examples
+    --------
+    >>> split_options("tensors", {"tokens": ["a"], "layer": 2})
+    ({'tokens': ['a']}, {'layer': 2})
+    >>> split_options("trace", {"tokenizer": None})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: unknown or inapplicable option(s) ['tokenizer'] for a trace source; valid ...
+    """
+    allowed = SOURCE_OPTIONS[kind]
+    bad = sorted(k for k in options if k not in allowed and k not in WIDGET_OPTIONS)
+    if bad:
+        valid = [*sorted(allowed), *WIDGET_OPTIONS]
+        raise TypeError(
+            f"unknown or inapplicable option(s) {bad} for a {kind} source; valid options "
+            f"are {valid}."
+        )
+    build = {k: v for k, v in options.items() if k in allowed}
+    widget = {k: v for k, v in options.items() if k in WIDGET_OPTIONS}
+    return build, widget
+
+
+def resolve_trace(
+    source: Any, text: Any = None, **options: Any
+) -> tuple[AttentionTrace, dict[str, Any]]:
+    """Turn any source into a trace; return it with the options meant for the widget.
+
+    Every option is checked before any model runs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> trace, rest = resolve_trace((np.full((1, 2, 2, 2), 0.5),), tokens=["a", "b"], layer=0)
+    >>> trace.attention.shape, rest
+    ((1, 2, 2, 2), {'layer': 0})
+    """
+    kind = source_kind(source)
+    build, widget = split_options(kind, options)
+    if kind in ("model", "name"):
+        if text is None or (isinstance(text, str) and not text):
+            raise TypeError(
+                "a model needs the text to run on: show_head_view(model, 'The cat sat', ...)."
+            )
+        return _capture(source, text, build), widget
+    if kind == "module":
+        if text is None or "tokens" not in build:
+            raise TypeError(
+                "a MultiHeadAttention needs its input and tokens: "
+                "show_head_view(mha, x, tokens=[...]) with x of shape (1, seq, d_model)."
+            )
+        tokens = build.pop("tokens")
+        return AttentionTrace.from_module(source, text, tokens, **build), widget
+    if text is not None:
+        raise TypeError(
+            f"the second argument (text) only applies to models and modules, not to a "
+            f"{kind} source; pass tokens= for raw attention."
+        )
+    if kind == "trace":
+        return source, widget
+    if "tokens" not in build:
+        raise TypeError("raw attention needs its tokens: show_head_view(attention, tokens=[...]).")
+    return AttentionTrace.from_tensors(source, **build), widget
+
+
+def _capture(source: Any, text: Any, options: dict[str, Any]) -> AttentionTrace:
+    from attnscope import capture
+
+    # capture loads a name or path itself (with the head encoder-decoders need).
+    trace: AttentionTrace = capture(source, text, **options)
+    return trace
+
+
+def show(view: ViewName, source: Any, text: Any = None, **options: Any) -> AttentionWidget:
+    """Build the widget for ``view`` from any source (what the ``show_*`` helpers call).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> show("model", (np.full((1, 2, 2, 2), 0.5),), tokens=["a", "b"]).view
+    'model'
+    """
+    from attnscope.widget import AttentionWidget
+
+    if view == "neuron" and source_kind(source) == "tensors":
+        raise ValueError(
+            "raw attention tensors hold no query/key vectors, which the neuron view "
+            "needs; pass the model itself (show_neuron_view(model, text)) or a "
+            "MultiHeadAttention."
+        )
+    if view == "neuron" and isinstance(source, AttentionTrace):
+        _check_has_qk(source)
+    trace, widget_options = resolve_trace(source, text, **options)
+    if view == "neuron" and "stream" not in widget_options:
+        with_qk = [name for name, s in trace.streams.items() if s.has_qk]
+        if with_qk:
+            widget_options["stream"] = with_qk[0]
+    return AttentionWidget(trace, view=view, **widget_options)
+
+
+def _check_has_qk(trace: AttentionTrace) -> None:
+    if not any(s.has_qk for s in trace.streams.values()):
+        raise ValueError(
+            "this trace holds attention weights only (no query/key vectors), so the "
+            "neuron view has nothing to show; capture it with attnscope.capture(model, "
+            "text) or record it from a MultiHeadAttention."
+        )
+
+
+def show_head_view(source: Any, text: Any = None, **options: Any) -> AttentionWidget:
+    """Show the head view: lines from each query token to the keys it attends to.
+
+    Parameters
+    ----------
+    source
+        A Hugging Face model, a model name or path, a
+        :class:`~attnscope.MultiHeadAttention` (or a list of them), an
+        :class:`~attnscope.AttentionTrace`, or raw per-layer attention tensors.
+    text
+        The text to run a model on; for a module, its input tensor
+        ``(1, seq, d_model)``. Leave out for traces and raw tensors.
+    **options
+        Building the trace — for models: ``tokenizer``, ``text_pair``,
+        ``target``, ``layers``, ``max_tokens``; for modules: ``tokens``,
+        ``attn_mask``, ``key_padding_mask``; for raw tensors: ``tokens``,
+        ``sentence_b_start``, ``prettify_tokens``. For the widget:
+        ``stream``, ``layer``, ``heads``, ``head``, ``query``, ``key``,
+        ``pair_filter``, ``theme`` (see :class:`~attnscope.AttentionWidget`).
+        Anything else raises TypeError.
+
+    Returns
+    -------
+    AttentionWidget
+        Displayed when it is the last expression of a cell; nothing is
+        displayed by the call itself.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from attnscope import MultiHeadAttention, show_head_view
+    >>> mha = MultiHeadAttention(16, 4, causal=True)
+    >>> w = show_head_view(mha, torch.randn(1, 3, 16), tokens=["The", "cat", "sat"])
+    >>> w.view, w.heads
+    ('head', [0, 1, 2, 3])
+    """
+    return show("head", source, text, **options)
+
+
+def show_model_view(source: Any, text: Any = None, **options: Any) -> AttentionWidget:
+    """Show the model view: a grid of every layer's and head's attention.
+
+    Takes the same arguments as :func:`show_head_view`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import show_model_view
+    >>> attention = (np.full((1, 2, 3, 3), 1 / 3),) * 4  # 4 layers of (batch, heads, q, k)
+    >>> show_model_view(attention, tokens=["a", "b", "c"]).trace.attention.shape
+    (4, 2, 3, 3)
+    """
+    return show("model", source, text, **options)
+
+
+def show_neuron_view(source: Any, text: Any = None, **options: Any) -> AttentionWidget:
+    """Show the neuron view: how q, k, the scale and any bias give one attention row.
+
+    Takes the same arguments as :func:`show_head_view`; the source must record
+    query and key vectors (a model, a module, or a trace that has them), so
+    raw attention tensors are refused.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from attnscope import MultiHeadAttention, show_neuron_view
+    >>> mha = MultiHeadAttention(16, 4)
+    >>> w = show_neuron_view(mha, torch.randn(1, 3, 16), tokens=["a", "b", "c"], query=2)
+    >>> w.view, w.query, w.trace.stream.head_dim
+    ('neuron', 2, 4)
+    """
+    return show("neuron", source, text, **options)
