@@ -69,13 +69,17 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
     sm.layers.forEach((num, i) => option(layerSel, String(i), `layer ${num}`));
   }
 
+  let themeSig = "";
   function applyTheme(): void {
     const t = store.get().theme;
     const resolved = resolveTheme(t, el);
     root.dataset.theme = resolved;
     if (t === "auto") delete root.dataset.themeForced;
     else root.dataset.themeForced = t;
-    store.set({ resolved_theme: resolved });
+    const sig = `${t}|${resolved}|${document.body?.dataset.jpThemeName ?? ""}`;
+    if (sig === themeSig) return;
+    themeSig = sig;
+    store.set({ resolved_theme: resolved, theme_rev: store.get().theme_rev + 1 });
   }
 
   let current: { name: ViewName; cleanup: Cleanup } | null = null;

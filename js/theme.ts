@@ -28,7 +28,7 @@ export function resolveTheme(setting: ThemeSetting, el: HTMLElement): "light" | 
 export function watchHostTheme(fn: () => void): () => void {
   const obs = new MutationObserver(fn);
   if (document.body) {
-    obs.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light", "data-jp-theme-name", "class"] });
+    obs.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light", "data-jp-theme-name"] });
   }
   const mq = typeof matchMedia === "function" ? matchMedia("(prefers-color-scheme: dark)") : null;
   mq?.addEventListener?.("change", fn);

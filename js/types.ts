@@ -63,6 +63,8 @@ export const SELECTION_KEYS: readonly (keyof Selection)[] = [
 export interface AppState extends Selection {
   /** The theme actually used ("auto" resolved against the host). */
   resolved_theme: "light" | "dark";
+  /** Bumped whenever the colours may have changed (theme trait, host theme): views re-read them. */
+  theme_rev: number;
 }
 
 export type DType = "u8" | "u16" | "u32" | "f32";

@@ -37,7 +37,7 @@ export function mount(model: ModelLike, el: HTMLElement): Cleanup {
       teardown = errorBox(el, "attnscope: this widget has no attention data (_meta is empty).");
       return;
     }
-    const store = createStore<AppState>({ ...readSelection(model, meta), resolved_theme: "light" });
+    const store = createStore<AppState>({ ...readSelection(model, meta), resolved_theme: "light", theme_rev: 0 });
     const data = createChunkSource((keys) => model.send({ type: "request", keys }));
     const onMsg = (content: unknown, buffers?: RawBuffer[]): void => {
       if (isChunksMessage(content)) data.receive(decodeChunks(content, buffers ?? []));

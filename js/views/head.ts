@@ -1,6 +1,6 @@
 // Head view: query tokens left, key tokens right, one line per (query, key, head)
 // from the top-k chunk. Virtualised rows, one canvas pass, capped line count.
-import { headColor, hex, readTheme, type ThemeColors } from "../colors";
+import { headColor, hex, readTheme, rgba, type ThemeColors } from "../colors";
 import { arr } from "../data";
 import { saveButtons, svgDocument, xmlEscape } from "../export_image";
 import { keySide, pairPasses, querySide, streamOf, tokenClasses, type Side } from "../tokens";
@@ -12,7 +12,7 @@ const COL_W = 128;
 const MAX_VIEW_H = 560;
 const OVERSCAN = 4;
 /** Most lines one draw strokes; weaker lines are dropped first. */
-export const MAX_LINES = 20000;
+export const MAX_LINES = 3000;
 const SVG_LINES = 3000;
 const BUCKETS = 6;
 
@@ -112,7 +112,29 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     pairSelect = sel;
   }
 
-  function placeRows(col: HTMLElement, pool: HTMLDivElement[], side: Side, n: number, first: number, last: number, sideName: "query" | "key"): void {
+  /** Max weight over the selected heads from the focused query to each key (0 when none is focused). */
+  let keyW = new Float32Array(0);
+  function focusWeights(): boolean {
+    const sm = stream();
+    if (keyW.length !== sm.k_len) keyW = new Float32Array(sm.k_len);
+    keyW.fill(0);
+    const s = st();
+    const f = hover?.side === "query" ? hover.i : hover ? -1 : s.query ?? -1;
+    if (f < 0 || f >= sm.q_len || !chunk || chunk.error) return false;
+    const index = arr(chunk, "index").data, weight = arr(chunk, "weight").data, rowmax = arr(chunk, "rowmax").data;
+    const Q = sm.q_len, T = sm.top_k;
+    for (const hd of s.heads) {
+      if (hd >= sm.num_heads) continue;
+      const rm = rowmax[hd * Q + f] as number, base = (hd * Q + f) * T;
+      for (let t = 0; t < T; t++) {
+        const k = index[base + t] as number, w = ((weight[base + t] as number) / 255) * rm;
+        if (w > (keyW[k] as number)) keyW[k] = w;
+      }
+    }
+    return true;
+  }
+
+  function placeRows(col: HTMLElement, pool: HTMLDivElement[], side: Side, n: number, first: number, last: number, sideName: "query" | "key", weights: Float32Array | null = null): void {
     const count = Math.max(0, Math.min(last, n - 1) - first + 1);
     while (pool.length < count) {
       const d = h("div", "attnscope-tok");
@@ -136,6 +158,10 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
       if (sel === i) cls += " is-selected";
       if (hover && hover.side === sideName && hover.i === i) cls += " is-hover";
       if (d.className !== cls) d.className = cls;
+      // Keys of the focused query: a bar whose length is the weight.
+      const w = weights ? (weights[i] ?? 0) : 0;
+      const shadow = w > 0.005 ? `inset ${Math.round(w * (COL_W - 8))}px 0 0 ${rgba(theme.accent, 0.3)}` : "";
+      if (d.style.boxShadow !== shadow) d.style.boxShadow = shadow;
     }
   }
 
@@ -213,7 +239,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     const starts = counts.slice(0, groups);
     const order = lines.order;
     for (let i = 0; i < n; i++) { const k = key(i); order[starts[k] as number] = i; starts[k] = (starts[k] as number) + 1; }
-    c.lineWidth = 1.5;
+    c.lineWidth = n > 1000 ? 1 : 1.5; // many lines: thinner, cheaper to rasterise and easier to read
     for (let grp = 0; grp < groups; grp++) {
       const from = counts[grp] as number, to = counts[grp + 1] as number;
       if (from === to) continue;
@@ -232,13 +258,14 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   }
 
   function draw(): void {
+    const t0 = performance.now();
     const g = geometry();
     const s = st();
     viewport.style.height = `${g.vh}px`;
     body.style.height = `${g.rows * ROW}px`;
     const sm = stream();
     placeRows(colQ, poolQ, sideQ, sm.q_len, g.first, g.last, "query");
-    placeRows(colK, poolK, sideK, sm.k_len, g.first, g.last, "key");
+    placeRows(colK, poolK, sideK, sm.k_len, g.first, g.last, "key", focusWeights() ? keyW : null);
     syncSwatches();
     if (pairSelect) pairSelect.value = s.pair_filter;
     const c = sizeCanvas(canvas, g.width, g.vh);
@@ -248,6 +275,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
       paintLines(c, g);
     }
     view.dataset.lines = String(lines.n);
+    view.dataset.drawMs = (performance.now() - t0).toFixed(1);
     markDrawn(view, !!chunk && !chunk.error);
   }
   const sched = scheduler(draw);
@@ -375,7 +403,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   }
 
   const unsub = store.subscribe((changed) => {
-    if (changed.has("resolved_theme")) {
+    if (changed.has("theme_rev")) {
       theme = readTheme(root, st().resolved_theme === "dark");
       buildSwatches();
     }

@@ -47,7 +47,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   const view = h("div", "attnscope-view attnscope-modelview", { "data-testid": "model-view", "data-ready": "false", "data-draws": "0" });
   const bar = h("div", "attnscope-toolbar");
   const hint = h("span", "attnscope-hint");
-  hint.textContent = "Rows: layers · columns: heads. Click a cell to open it in the head view.";
+  hint.textContent = "Rows: layers · columns: heads. Click a cell to open it in the head view, shift-click for the neuron view.";
   bar.append(hint);
   const status = h("div", "attnscope-status");
   const wrap = h("div", "attnscope-mv-wrap");
@@ -192,7 +192,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   L.on(canvas, "mouseleave", hideHover);
   L.on<MouseEvent>(canvas, "click", (e) => {
     const cell = cellAt(e);
-    if (cell) store.set({ layer: cell.l, heads: [cell.h], head: cell.h, view: "head" });
+    if (cell) store.set({ layer: cell.l, heads: [cell.h], head: cell.h, view: e.shiftKey ? "neuron" : "head" });
   });
 
   const unSave = saveButtons(bar, {
@@ -228,7 +228,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   });
 
   const unsub = store.subscribe((changed) => {
-    if (changed.has("resolved_theme")) {
+    if (changed.has("theme_rev")) {
       theme = readTheme(root, store.get().resolved_theme === "dark");
       lut = rampLut(theme.bg, theme.accent);
     }

@@ -69,7 +69,7 @@ export function neuronRows(chunk: Chunk, query: number): NeuronRows {
   return { D, K, q, qk, score, weight, masked, bias, scaling, softcap, sink, kvHead: scalar(chunk, "kv_head") ?? -1, maxQK, maxProd };
 }
 
-interface RowEls { row: HTMLDivElement; label: HTMLSpanElement; kc: HTMLCanvasElement; pc: HTMLCanvasElement; qk: HTMLSpanElement; score: HTMLSpanElement; bar: HTMLSpanElement; w: HTMLSpanElement }
+interface RowEls { row: HTMLDivElement; label: HTMLSpanElement; kc: HTMLCanvasElement; pc: HTMLCanvasElement; qk: HTMLSpanElement; bias: HTMLSpanElement; score: HTMLSpanElement; bar: HTMLSpanElement; w: HTMLSpanElement }
 
 export function renderNeuronView(ctx: ViewContext): Cleanup {
   const { meta, store, data, root } = ctx;
@@ -84,11 +84,12 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
   const readout = h("span", "attnscope-nv-readout", { "aria-live": "polite" });
   qline.append(qlabel, qcanvas, readout);
   const head = h("div", "attnscope-nv-row attnscope-nv-head");
-  for (const t of ["key", "k", "q × k", "q · k", "score", "weight"]) {
-    const s = h("span");
+  const headCells = (["key", "k", "q × k", "q · k", "bias", "score", "weight"] as const).map((t, i) => {
+    const s = h("span", i >= 3 && i <= 5 ? "attnscope-nv-num" : i === 6 ? "attnscope-nv-wcell" : i > 0 ? "attnscope-nv-strip" : "");
     s.textContent = t;
     head.append(s);
-  }
+    return s;
+  });
   const viewport = h("div", "attnscope-nv-viewport", { "data-testid": "neuron-viewport" });
   const body = h("div", "attnscope-nv-body");
   viewport.append(body);
@@ -98,7 +99,10 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     o.textContent = t as string;
     sortSel.append(o);
   }
-  bar.append(sortSel);
+  const queryIn = h("input", "attnscope-input", { type: "number", min: "0", step: "1", "aria-label": "Query token index", "data-testid": "neuron-query" });
+  const queryLab = h("label", "attnscope-hint");
+  queryLab.append("query #", queryIn);
+  bar.append(queryLab, sortSel);
   view.append(bar, status, info, qline, head, viewport);
   root.append(view);
 
@@ -165,6 +169,8 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     strip(el.kc, (d) => k[j * D + d] as number, D, r.maxQK);
     strip(el.pc, (d) => (r.q[d] as number) * (k[j * D + d] as number), D, r.maxProd);
     el.qk.textContent = fmt(r.qk[j] as number);
+    el.bias.hidden = !r.bias;
+    if (r.bias) el.bias.textContent = fmt(r.bias[j] as number);
     el.score.textContent = r.masked[j] ? "masked" : fmt(r.score[j] as number);
     const w = r.weight[j] as number;
     el.bar.style.width = `${(Math.max(0, Math.min(1, w)) * 80).toFixed(1)}px`;
@@ -177,14 +183,15 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     const kc = h("canvas", "attnscope-nv-strip");
     const pc = h("canvas", "attnscope-nv-strip");
     const qk = h("span", "attnscope-nv-num");
+    const bias = h("span", "attnscope-nv-num");
     const score = h("span", "attnscope-nv-num");
     const wcell = h("span", "attnscope-nv-wcell");
     const barEl = h("span", "attnscope-nv-bar");
     const w = h("span", "attnscope-nv-num");
     wcell.append(barEl, w);
-    row.append(label, kc, pc, qk, score, wcell);
+    row.append(label, kc, pc, qk, bias, score, wcell);
     body.append(row);
-    return { row, label, kc, pc, qk, score, bar: barEl, w };
+    return { row, label, kc, pc, qk, bias, score, bar: barEl, w };
   }
 
   function writeInfo(r: NeuronRows): void {
@@ -199,6 +206,12 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     ];
     info.textContent = parts.join(" · ");
     qlabel.textContent = "q";
+    const sw = `${r.D * cellW(r.D)}px`;
+    (headCells[1] as HTMLElement).style.width = sw;
+    (headCells[2] as HTMLElement).style.width = sw;
+    (headCells[4] as HTMLElement).hidden = !r.bias;
+    queryIn.max = String(stream().q_len - 1);
+    if (document.activeElement !== queryIn) queryIn.value = String(queryIdx());
     strip(qcanvas, (d) => r.q[d] as number, r.D, r.maxQK);
   }
 
@@ -282,6 +295,10 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     if (r) store.set({ key: Number(r.dataset.key) });
   });
   L.on(sortSel, "change", () => { rowsFor = ""; sched.request(); });
+  L.on(queryIn, "change", () => {
+    const v = Math.round(Number(queryIn.value));
+    if (Number.isFinite(v) && v >= 0 && v < stream().q_len) store.set({ query: v });
+  });
 
   const unSave = saveButtons(bar, {
     name: () => `attnscope-neuron-L${st().layer}-H${st().head}`,
@@ -352,7 +369,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
   }
 
   const unsub = store.subscribe((changed) => {
-    if (changed.has("resolved_theme")) theme = readTheme(root, st().resolved_theme === "dark");
+    if (changed.has("theme_rev")) theme = readTheme(root, st().resolved_theme === "dark");
     if (changed.has("stream")) { sideQ = querySide(meta, stream()); sideK = keySide(meta, stream()); }
     if (changed.has("stream") || changed.has("layer") || changed.has("head")) load();
     sched.request();

@@ -41,6 +41,22 @@ describe("model view", () => {
     expect([s.layer, s.heads, s.head, s.view]).toEqual([2, [3], 3, "head"]);
   });
 
+  it("shift-click opens the neuron view", async () => {
+    const { ctx, canvas } = await setup();
+    canvas.dispatchEvent(new MouseEvent("click", { ...at(1, 1), shiftKey: true }));
+    expect(ctx.store.get().view).toBe("neuron");
+  });
+
+  it("re-reads colours when the theme changes", async () => {
+    const { ctx, view, canvas } = await setup();
+    const rec = ctxOf(canvas);
+    rec.reset();
+    const n = Number(view.dataset.draws);
+    ctx.store.set({ resolved_theme: "dark", theme_rev: 1 });
+    await until(() => Number(view.dataset.draws) > n);
+    expect(rec.count("putImageData")).toBe(1);
+  });
+
   it("hover shows a larger preview, from the full-resolution chunk once it has arrived", async () => {
     const { ctx, view, canvas } = await setup();
     canvas.dispatchEvent(new MouseEvent("mousemove", at(1, 2)));

@@ -39,6 +39,17 @@ describe("neuron view", () => {
     expect(info).toContain("kv head 0");
   });
 
+  it("shows bias per key and takes the query from its input", async () => {
+    const { view, ctx } = await setup({ bias: true });
+    const row = rowsOf(view)[0]!;
+    expect(row.querySelectorAll(".attnscope-nv-num")[1]!.hasAttribute("hidden")).toBe(false);
+    const input = view.querySelector<HTMLInputElement>('[data-testid="neuron-query"]')!;
+    expect(input.value).toBe("1");
+    input.value = "4";
+    input.dispatchEvent(new Event("change"));
+    expect(ctx.store.get().query).toBe(4);
+  });
+
   it("sorts by weight on request", async () => {
     const { view } = await setup();
     const sel = view.querySelector<HTMLSelectElement>('[data-testid="neuron-sort"]')!;

@@ -149,7 +149,7 @@ export function makeFixture(o: FixtureOptions = {}): Fixture {
 export function viewContext(f: Fixture, patch: Partial<AppState> = {}) {
   const store = createStore<AppState>({
     view: "head", stream: "self", layer: 0, heads: Array.from({ length: f.H }, (_, i) => i), head: 0,
-    query: null, key: null, pair_filter: "all", theme: "light", resolved_theme: "light", ...patch,
+    query: null, key: null, pair_filter: "all", theme: "light", resolved_theme: "light", theme_rev: 0, ...patch,
   });
   const requested: string[][] = [];
   const data = createChunkSource((keys) => {
