@@ -1,0 +1,159 @@
+"""save_html: one offline page holding the bundle, the state and every chunk."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from attnscope import AttentionTrace, AttentionWidget, save_html
+from attnscope.chunks import all_keys, encode_chunk, little_endian_bytes, parse_key
+from attnscope.export import (
+    STATIC,
+    MissingBundleError,
+    page_html,
+    static_file,
+    unpack_bytes,
+)
+from attnscope.recompute import recompute_attention
+
+DTYPES = {"u8": "<u1", "u16": "<u2", "u32": "<u4", "f32": "<f4"}
+
+
+def embedded(page: str, element_id: str) -> Any:
+    found = re.search(
+        f'<script type="application/json" id="{element_id}">(.*?)</script>', page, re.S
+    )
+    assert found, element_id
+    return json.loads(found.group(1))
+
+
+def split_arrays(chunk: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Read an embedded chunk the way js/data.ts does: 8-byte aligned, in order."""
+    data = unpack_bytes(chunk["data"])
+    arrays, offset = {}, 0
+    for spec in chunk["arrays"]:
+        offset = -(-offset // 8) * 8
+        dtype = np.dtype(DTYPES[spec["dtype"]])
+        count = int(np.prod(spec["shape"]))
+        arrays[spec["name"]] = np.frombuffer(data, dtype, count, offset).reshape(spec["shape"])
+        offset += count * dtype.itemsize
+    assert offset == len(data)
+    return arrays
+
+
+def external_urls(text: str) -> set[str]:
+    """URL-looking strings other than XML namespace names (which are never fetched)."""
+    urls = set(re.findall(r"(?:https?:)?//[A-Za-z0-9.-]+\.[a-z]{2,}[^\s\"'`]*", text))
+    return {u for u in urls if not u.startswith("http://www.w3.org/")}
+
+
+@pytest.fixture
+def qk_trace() -> AttentionTrace:
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(2, 4, 6, 8)).astype(np.float32)
+    k = rng.normal(size=(2, 2, 6, 8)).astype(np.float32)
+    mask = np.triu(np.ones((6, 6), bool), 1)[None, None]
+    att = recompute_attention(q, k, np.full(2, 0.35, np.float32), mask=mask)
+    labels = ["[CLS]", "a", "[SEP]", "b", "c", "[SEP]"]
+    return AttentionTrace(
+        labels, att, queries=q, keys=k, scaling=0.35, mask=mask, segments=[0, 0, 0, 1, 1, 1]
+    )
+
+
+def test_page_is_written_and_self_contained(tmp_path: Path, qk_trace: AttentionTrace) -> None:
+    path = save_html(qk_trace, tmp_path / "sub" / "attention")
+    assert path == tmp_path / "sub" / "attention.html"
+    page = path.read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>")
+    assert static_file("widget.css").read_text(encoding="utf-8").strip() in page
+    bundle = static_file("standalone.js").read_text(encoding="utf-8")
+    assert bundle.replace("</script", "<\\/script").strip() in page
+    assert external_urls(page) == set()
+    assert "<link" not in page
+    assert "<script src" not in page
+    assert '<div id="attnscope-root"' in page
+    state = embedded(page, "attnscope-state")
+    assert state["view"] == "head"
+    assert state["heads"] == [0, 1, 2, 3]
+    assert state["_meta"]["embedded"] is True
+    assert state["_meta"]["sides"]["source"]["labels"][1] == "a"
+
+
+def test_every_chunk_decodes_to_what_encode_produced(qk_trace: AttentionTrace) -> None:
+    chunks = embedded(page_html(qk_trace), "attnscope-chunks")
+    assert sorted(chunks) == sorted(all_keys(qk_trace))
+    for key, chunk in chunks.items():
+        expected = encode_chunk(qk_trace, parse_key(key, qk_trace))
+        assert [a["name"] for a in chunk["arrays"]] == [name for name, _ in expected]
+        decoded = split_arrays(chunk)
+        for name, array in expected:
+            assert decoded[name].tobytes() == little_endian_bytes(array), (key, name)
+
+
+def test_widget_page_keeps_the_selection(tmp_path: Path, qk_trace: AttentionTrace) -> None:
+    w = AttentionWidget(qk_trace, view="neuron", layer=1, heads=[2], head=2, query=3, theme="dark")
+    page = w.save_html(tmp_path / "w.html").read_text(encoding="utf-8")
+    state = embedded(page, "attnscope-state")
+    assert {k: state[k] for k in ("view", "layer", "heads", "head", "query", "theme")} == {
+        "view": "neuron",
+        "layer": 1,
+        "heads": [2],
+        "head": 2,
+        "query": 3,
+        "theme": "dark",
+    }
+    assert "qk:self:1:2" in embedded(page, "attnscope-chunks")
+
+
+def test_script_end_tags_in_tokens_are_escaped() -> None:
+    evil = "</script><script>alert(1)</script>"
+    trace = AttentionTrace([evil, "<!--"], np.full((1, 1, 2, 2), 0.5, np.float32))
+    page = page_html(trace)
+    assert page.lower().count("</script") == 3  # the three script elements' own end tags
+    assert "<!--" not in page
+    labels = embedded(page, "attnscope-state")["_meta"]["sides"]["source"]["labels"]
+    assert labels == [evil, "<!--"]
+
+
+def test_budget_keeps_thumbnails_and_the_current_layer_first(qk_trace: AttentionTrace) -> None:
+    w = AttentionWidget(qk_trace, layer=1)
+    full = embedded(page_html(w), "attnscope-chunks")
+    budget = sum(len(full[k]["data"]) + 200 for k in all_keys(qk_trace, layer=1)[:3])
+    page = page_html(w, max_bytes=budget)
+    chunks = embedded(page, "attnscope-chunks")
+    assert {"thumbs:self", "top:self:1", "attn:self:1:0"} <= set(chunks)
+    assert "top:self:0" not in chunks
+    notes = embedded(page, "attnscope-state")["_meta"]["notes"]
+    assert any("left out" in n and "max_bytes" in n for n in notes)
+
+
+def test_bad_arguments_are_explained(tmp_path: Path, qk_trace: AttentionTrace) -> None:
+    with pytest.raises(TypeError, match="AttentionTrace or an AttentionWidget"):
+        save_html(np.ones((1, 1, 2, 2)), tmp_path / "x.html")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_bytes"):
+        save_html(qk_trace, tmp_path / "x.html", max_bytes=0)
+    with pytest.raises(MissingBundleError, match="npm run build"):
+        static_file("missing.js")
+    assert STATIC.name == "static"
+
+
+def test_minilm_pair_page(tmp_path: Path, minilm: tuple[Any, Any]) -> None:
+    from attnscope import capture
+
+    model, tokenizer = minilm
+    text = "The quick brown fox jumps over the lazy dog near the river bank. " * 3
+    pair = "A fast fox leapt across a sleeping hound beside the water. " * 3
+    trace = capture(model, text, tokenizer=tokenizer, text_pair=pair, max_tokens=64)
+    assert len(trace.tokens) == 64
+    path = save_html(trace, tmp_path / "minilm.html")
+    page = path.read_text(encoding="utf-8")
+    chunks = embedded(page, "attnscope-chunks")
+    assert sorted(chunks) == sorted(all_keys(trace))
+    assert external_urls(page) == set()
+    # bertviz's head view page for the same model and length is 13.2 MB.
+    assert path.stat().st_size < 13_200_000 / 2
