@@ -225,7 +225,9 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     }
     computeRows();
     const r = rows;
-    if (!r || !chunk || chunk.error) { markDrawn(view, false); return; }
+    const ok = !!r && !!chunk && !chunk.error;
+    info.hidden = qline.hidden = head.hidden = viewport.hidden = !ok;
+    if (!ok || !r) { markDrawn(view, false); return; }
     writeInfo(r);
     const vh = Math.min(r.K * NROW, MAX_VIEW_H);
     viewport.style.height = `${vh}px`;
@@ -254,6 +256,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     if (key === chunkKey && chunk) return;
     chunkKey = key;
     rowsFor = "";
+    rows = null;
     chunk = data.peek(key) ?? null;
     if (!chunk) { setStatus(status, "Loading q and k…"); view.dataset.ready = "false"; }
     data.request([key]).then((m) => {

@@ -90,6 +90,14 @@ describe("neuron view", () => {
     expect(ctx2.requested.length).toBe(0);
   });
 
+  it("an error chunk shows the message and hides stale rows", async () => {
+    const { view, ctx } = await setup();
+    ctx.store.set({ head: 9 });
+    await until(() => /Could not load qk:self:0:9/.test(view.textContent ?? ""));
+    expect((view.querySelector('[data-testid="neuron-viewport"]') as HTMLElement).hidden).toBe(true);
+    expect(view.dataset.ready).toBe("false");
+  });
+
   it("cleanup stops redraws", async () => {
     const { view, ctx, cleanup } = await setup();
     cleanup();
