@@ -171,8 +171,12 @@ def offset_labels(
     ends: dict[int, int] = {}
     for i, (token, kind, (start, end)) in enumerate(zip(raw, kinds, offsets, strict=True)):
         seq = 0 if sequence_ids is None else sequence_ids[i]
-        if kind != "token" or seq is None or end <= start or start < ends.get(seq, 0):
-            labels.append(fallback[i])
+        if start < ends.get(seq or 0, 0) and end > start:
+            # a later piece of characters an earlier token already showed: its bytes
+            labels.append(display_label(token, byte_level=True))
+            continue
+        if kind != "token" or seq is None or end <= start or not token.strip("Ġ▁"):
+            labels.append(fallback[i])  # a lone word-start marker is a space, not a letter
             continue
         text = texts[seq]
         piece = text[start:end]

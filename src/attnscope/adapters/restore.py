@@ -22,6 +22,11 @@ _HOOK_DICTS = (
     "_forward_pre_hooks",
     "_forward_pre_hooks_with_kwargs",
 )
+# transformers installs its output-recording hooks once, lazily, and marks the
+# model with this flag; removing the hooks means putting the flag back too, or
+# the model would believe the hooks are still there.
+_HOOKS_FLAG = "_output_capturing_hooks_installed"
+_ABSENT = object()
 
 
 def _configs(model: torch.nn.Module) -> list[Any]:
@@ -59,6 +64,7 @@ def preserved(model: torch.nn.Module) -> Iterator[None]:
     modules = list(model.modules())
     modes = [m.training for m in modules]
     hooks = [{name: list(getattr(m, name, {})) for name in _HOOK_DICTS} for m in modules]
+    flags = [m.__dict__.get(_HOOKS_FLAG, _ABSENT) for m in modules]
     grads = [(p, p.requires_grad) for p in model.parameters()]
     try:
         yield
@@ -67,8 +73,12 @@ def preserved(model: torch.nn.Module) -> Iterator[None]:
         # which may have held different implementations of their own.
         for config, implementation in configs:
             config.__dict__["_attn_implementation_internal"] = implementation
-        for module, mode, kept in zip(modules, modes, hooks, strict=True):
+        for module, mode, kept, flag in zip(modules, modes, hooks, flags, strict=True):
             module.training = mode
+            if flag is _ABSENT:
+                module.__dict__.pop(_HOOKS_FLAG, None)
+            else:
+                module.__dict__[_HOOKS_FLAG] = flag
             for name, keys in kept.items():
                 table = getattr(module, name, None)
                 if table is None:

@@ -52,6 +52,11 @@ def encode_target(model: Any, tokenizer: Any, source: Encoded, target: str | Non
     >>> enc.tokens.labels[0]                                                       # doctest: +SKIP
     '<pad>'
     """
+    if target is None and not model.can_generate():
+        raise ValueError(
+            f"{type(model).__name__} cannot generate a target (it has no language-model "
+            "head); pass target= with the decoder text."
+        )
     start = _start_id(model)
     if target is not None:
         encoded = encode_text(tokenizer, target)
@@ -64,11 +69,6 @@ def encode_target(model: Any, tokenizer: Any, source: Encoded, target: str | Non
         )
         ids = torch.cat([torch.tensor([[start]]), encoded.inputs["input_ids"]], dim=1)
     else:
-        if not model.can_generate():
-            raise ValueError(
-                f"{type(model).__name__} cannot generate a target (it has no language-model "
-                "head); pass target= with the decoder text."
-            )
         ids = model.generate(
             **source.inputs, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1
         )
