@@ -14,7 +14,7 @@ const OVERSCAN = 4;
 /** Most lines one draw strokes; weaker lines are dropped first. */
 export const MAX_LINES = 3000;
 const SVG_LINES = 3000;
-const BUCKETS = 6;
+const BUCKETS = 10;
 
 interface Lines {
   n: number;
@@ -229,11 +229,11 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
 
   function paintLines(c: CanvasRenderingContext2D, g: ReturnType<typeof geometry>): void {
     const { n, yq, yk, w, head } = lines;
-    // Counting sort by (head, opacity bucket): one stroke per group.
+    // Counting sort by (opacity bucket, head): one stroke per group, strongest drawn last (on top).
     const H = stream().num_heads;
     const groups = H * BUCKETS;
     const counts = new Uint32Array(groups + 1);
-    const key = (i: number): number => (head[i] as number) * BUCKETS + Math.min(BUCKETS - 1, Math.floor((w[i] as number) * BUCKETS));
+    const key = (i: number): number => Math.min(BUCKETS - 1, Math.floor((w[i] as number) * BUCKETS)) * H + (head[i] as number);
     for (let i = 0; i < n; i++) { const k = key(i) + 1; counts[k] = (counts[k] as number) + 1; }
     for (let i = 1; i <= groups; i++) counts[i] = (counts[i] as number) + (counts[i - 1] as number);
     const starts = counts.slice(0, groups);
@@ -243,9 +243,9 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     for (let grp = 0; grp < groups; grp++) {
       const from = counts[grp] as number, to = counts[grp + 1] as number;
       if (from === to) continue;
-      const hd = Math.floor(grp / BUCKETS), b = grp % BUCKETS;
+      const hd = grp % H, b = Math.floor(grp / H);
       c.strokeStyle = colors[hd] ?? "#888";
-      c.globalAlpha = Math.min(1, 0.08 + (b + 1) / BUCKETS);
+      c.globalAlpha = (b + 0.5) / BUCKETS; // opacity ≈ weight, as in bertviz
       c.beginPath();
       for (let o = from; o < to; o++) {
         const i = order[o] as number;
@@ -385,7 +385,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     const idx = Array.from({ length: lines.n }, (_, i) => i).sort((a, b) => (lines.w[b] as number) - (lines.w[a] as number)).slice(0, SVG_LINES);
     const parts: string[] = [];
     for (const i of idx) {
-      parts.push(`<line x1="${g.x0}" y1="${(lines.yq[i] as number).toFixed(1)}" x2="${g.x1}" y2="${(lines.yk[i] as number).toFixed(1)}" stroke="${colors[lines.head[i] as number] ?? "#888"}" stroke-opacity="${Math.min(1, 0.08 + (lines.w[i] as number)).toFixed(3)}" stroke-width="1.5"/>`);
+      parts.push(`<line x1="${g.x0}" y1="${(lines.yq[i] as number).toFixed(1)}" x2="${g.x1}" y2="${(lines.yk[i] as number).toFixed(1)}" stroke="${colors[lines.head[i] as number] ?? "#888"}" stroke-opacity="${Math.max(0.03, lines.w[i] as number).toFixed(3)}" stroke-width="1.5"/>`);
     }
     for (const l of labelsInView(g)) {
       const fill = l.side.kinds[l.i] === "token" ? hex(theme.fg) : hex(theme.muted);

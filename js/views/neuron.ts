@@ -28,6 +28,8 @@ export interface NeuronRows {
   kvHead: number;
   maxQK: number;
   maxProd: number;
+  /** Largest weight in the row: the bars are scaled to it. */
+  maxWeight: number;
 }
 
 const scalar = (c: Chunk, name: string): number | null => {
@@ -66,8 +68,12 @@ export function neuronRows(chunk: Chunk, query: number): NeuronRows {
     masked[j] = maskA ? (maskA.data[query * K + j] as number) : 0;
     weight[j] = att.data[query * K + j] as number;
   }
-  return { D, K, q, qk, score, weight, masked, bias, scaling, softcap, sink, kvHead: scalar(chunk, "kv_head") ?? -1, maxQK, maxProd };
+  const maxWeight = weight.reduce((a, b) => Math.max(a, b), 0);
+  return { D, K, q, qk, score, weight, masked, bias, scaling, softcap, sink, kvHead: scalar(chunk, "kv_head") ?? -1, maxQK, maxProd, maxWeight };
 }
+
+/** Bar length as a fraction of the row's largest weight. */
+const barFrac = (w: number, r: NeuronRows): number => (r.maxWeight > 0 ? Math.max(0, Math.min(1, w / r.maxWeight)) : 0);
 
 interface RowEls { row: HTMLDivElement; label: HTMLSpanElement; kc: HTMLCanvasElement; pc: HTMLCanvasElement; qk: HTMLSpanElement; bias: HTMLSpanElement; score: HTMLSpanElement; bar: HTMLSpanElement; w: HTMLSpanElement }
 
@@ -173,7 +179,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     if (r.bias) el.bias.textContent = fmt(r.bias[j] as number);
     el.score.textContent = r.masked[j] ? "masked" : fmt(r.score[j] as number);
     const w = r.weight[j] as number;
-    el.bar.style.width = `${(Math.max(0, Math.min(1, w)) * 80).toFixed(1)}px`;
+    el.bar.style.width = `${(barFrac(w, r) * 80).toFixed(1)}px`;
     el.w.textContent = fmt(w, 3);
   }
 
@@ -188,7 +194,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     const wcell = h("span", "attnscope-nv-wcell");
     const barEl = h("span", "attnscope-nv-bar");
     const w = h("span", "attnscope-nv-num");
-    wcell.append(barEl, w);
+    wcell.append(w, barEl);
     row.append(label, kc, pc, qk, bias, score, wcell);
     body.append(row);
     return { row, label, kc, pc, qk, bias, score, bar: barEl, w };
@@ -347,7 +353,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
       }
       p.text(cols[3] as number, y + NROW / 2, fmt(r.qk[j] as number), fg);
       p.text(cols[4] as number, y + NROW / 2, r.masked[j] ? "masked" : fmt(r.score[j] as number), fg);
-      p.rect(c5, y + 4, 80 * (r.weight[j] as number), NROW - 8, hex(theme.accent));
+      p.rect(c5, y + 4, 80 * barFrac(r.weight[j] as number, r), NROW - 8, hex(theme.accent));
       p.text(c5 + 84, y + NROW / 2, fmt(r.weight[j] as number, 3), fg);
     });
   }
