@@ -111,24 +111,48 @@ export interface ChunkSource extends DataSource {
   dispose(): void;
 }
 
+export function chunkBytes(c: Chunk): number {
+  let n = 0;
+  for (const a of Object.values(c.arrays)) n += a.data.byteLength;
+  return n;
+}
+
 /**
- * A DataSource over a `send(keys)` transport: caches chunks, joins concurrent
- * requests for the same key, and resolves every asked-for key (errors included).
+ * A DataSource over a `send(keys)` transport: caches chunks (least recently
+ * used evicted past `budgetBytes`), joins concurrent requests for the same key,
+ * and resolves every asked-for key (errors included).
  */
-export function createChunkSource(send: (keys: string[]) => void, timeoutMs = 120_000): ChunkSource {
-  const cache = new Map<string, Chunk>();
+export function createChunkSource(send: (keys: string[]) => void, timeoutMs = 120_000, budgetBytes = 768 * 2 ** 20): ChunkSource {
+  const cache = new Map<string, Chunk>(); // insertion order = recency
+  let cached = 0;
+  const touch = (key: string): Chunk | undefined => {
+    const c = cache.get(key);
+    if (c) { cache.delete(key); cache.set(key, c); }
+    return c;
+  };
+  const store = (c: Chunk): void => {
+    const old = cache.get(c.key);
+    if (old) { cached -= chunkBytes(old); cache.delete(c.key); }
+    cache.set(c.key, c);
+    cached += chunkBytes(c);
+    for (const [k, v] of cache) {
+      if (cached <= budgetBytes || k === c.key) break;
+      cache.delete(k);
+      cached -= chunkBytes(v);
+    }
+  };
   const waiting = new Map<string, ((c: Chunk) => void)[]>();
   const timers = new Set<ReturnType<typeof setTimeout>>();
 
   const settle = (chunk: Chunk): void => {
-    if (!chunk.error) cache.set(chunk.key, chunk);
+    if (!chunk.error) store(chunk);
     const fns = waiting.get(chunk.key);
     waiting.delete(chunk.key);
     for (const fn of fns ?? []) fn(chunk);
   };
 
   return {
-    peek: (key) => cache.get(key),
+    peek: touch,
     receive(chunks) {
       for (const c of chunks) settle(c);
     },
@@ -142,7 +166,7 @@ export function createChunkSource(send: (keys: string[]) => void, timeoutMs = 12
       const missing: string[] = [];
       const promises: Promise<void>[] = [];
       for (const key of new Set(keys)) {
-        const hit = cache.get(key);
+        const hit = touch(key);
         if (hit) { out.set(key, hit); continue; }
         let list = waiting.get(key);
         if (!list) { list = []; waiting.set(key, list); missing.push(key); }

@@ -227,6 +227,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     lines.n = n;
   }
 
+  const edges = { above: 0, below: 0 };
   function paintLines(c: CanvasRenderingContext2D, g: ReturnType<typeof geometry>): void {
     const { n, yq, yk, w, head } = lines;
     // Counting sort by (opacity bucket, head): one stroke per group, strongest drawn last (on top).
@@ -255,6 +256,22 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
       c.stroke();
     }
     c.globalAlpha = 1;
+    // Lines to keys above or below the visible rows end at the edge: say how many.
+    let above = 0, below = 0;
+    for (let i = 0; i < n; i++) {
+      const y = yk[i] as number;
+      if (y <= 1) above++;
+      else if (y >= g.vh - 1) below++;
+    }
+    edges.above = above;
+    edges.below = below;
+    c.fillStyle = hex(theme.muted);
+    c.font = theme.font;
+    c.textAlign = "right";
+    c.textBaseline = "top";
+    if (above) c.fillText(`▲ ${above}`, g.x1 - 4, 2);
+    c.textBaseline = "bottom";
+    if (below) c.fillText(`▼ ${below}`, g.x1 - 4, g.vh - 2);
   }
 
   function draw(): void {
@@ -275,6 +292,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
       paintLines(c, g);
     }
     view.dataset.lines = String(lines.n);
+    view.dataset.offscreen = `${edges.above},${edges.below}`;
     view.dataset.drawMs = (performance.now() - t0).toFixed(1);
     markDrawn(view, !!chunk && !chunk.error);
   }
@@ -409,8 +427,16 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     }
     if (changed.has("stream")) rebuildStream();
     if (changed.has("stream") || changed.has("layer")) load();
+    if (changed.has("query") || changed.has("key")) reveal(changed.has("query") ? st().query : st().key);
     sched.request();
   });
+  /** Scroll a selected row into view (keyboard moves the query past the edge). */
+  function reveal(i: number | null): void {
+    if (i == null) return;
+    const vh = geometry().vh, top = viewport.scrollTop, y = i * ROW;
+    if (y < top) viewport.scrollTop = y;
+    else if (y + ROW > top + vh) viewport.scrollTop = y + ROW - vh;
+  }
   const unResize = watchResize(viewport, () => sched.request());
 
   rebuildStream();

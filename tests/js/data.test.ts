@@ -126,3 +126,17 @@ describe("createStore", () => {
     expect(s.get().a).toBe(5);
   });
 });
+
+describe("chunk cache budget", () => {
+  it("evicts the least recently used chunks past the budget", async () => {
+    const sent: string[][] = [];
+    const src = createChunkSource((keys) => sent.push(keys), 1000, 250);
+    const mk = (key: string) => ({ key, arrays: { a: { dtype: "u8" as const, shape: [100], data: new Uint8Array(100) } } });
+    src.receive([mk("a"), mk("b")]);
+    expect(src.peek("a")).toBeDefined(); // a is now the most recent
+    src.receive([mk("c")]);
+    expect(src.peek("b")).toBeUndefined();
+    expect(src.peek("a")).toBeDefined();
+    expect(src.peek("c")).toBeDefined();
+  });
+});

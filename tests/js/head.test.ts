@@ -109,6 +109,28 @@ describe("head view", () => {
     expect(f.N).toBe(600);
   });
 
+  it("lines to off-screen keys are counted at the edge; a moved query scrolls into view", async () => {
+    const { ctx, view } = await setup({ tokens: 200, heads: 2, layers: 1, dim: 2 });
+    const n0 = Number(view.dataset.draws);
+    ctx.store.set({ query: 150 });
+    await until(() => Number(view.dataset.draws) > n0);
+    const vp = view.querySelector<HTMLElement>('[data-testid="head-viewport"]')!;
+    expect(vp.scrollTop).toBeGreaterThan(0);
+    const [above] = view.dataset.offscreen!.split(",").map(Number);
+    expect(above).toBeGreaterThan(0); // query 150 attends to earlier keys above the view
+  });
+
+  it("token text is never parsed as HTML", async () => {
+    const f = makeFixture();
+    f.meta.sides.source!.labels[1] = '<img src=x onerror="window.__pwned=1">';
+    const ctx = viewContext(f);
+    renderHeadView(ctx);
+    const view = ctx.root.querySelector<HTMLElement>('[data-testid="head-view"]')!;
+    await until(() => view.dataset.ready === "true");
+    expect(ctx.root.querySelector("img")).toBeNull();
+    expect(view.textContent).toContain("<img src=x");
+  });
+
   it("cleanup removes listeners: no draws after it", async () => {
     const { ctx, view, cleanup } = await setup();
     const n = draws(view);
