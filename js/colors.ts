@@ -92,6 +92,13 @@ export function readTheme(root: HTMLElement, dark: boolean): ThemeColors {
   };
 }
 
+export const mix = (a: RGB, b: RGB, t: number): RGB => [0, 1, 2].map((i) => (a[i] as number) + ((b[i] as number) - (a[i] as number)) * t) as RGB;
+
+/** The weight scale for heatmaps: background → accent (lifted towards white on dark backgrounds). */
+export function weightLut(theme: ThemeColors): Uint8ClampedArray {
+  return rampLut(theme.bg, theme.dark ? mix(theme.accent, [255, 255, 255], 0.45) : theme.accent);
+}
+
 /** 256 RGBA entries from `from` to `to` (the sequential scale for weights). */
 export function rampLut(from: RGB, to: RGB): Uint8ClampedArray {
   const lut = new Uint8ClampedArray(256 * 4);

@@ -1,6 +1,6 @@
 // Model view: a grid, one row per layer and one column per head, each cell the
 // head's thumbnail, all drawn into one canvas with one putImageData.
-import { hex, rampLut, readTheme, type ThemeColors } from "../colors";
+import { hex, readTheme, weightLut, type ThemeColors } from "../colors";
 import { arr } from "../data";
 import { saveButtons, svgDocument, xmlEscape } from "../export_image";
 import { streamOf } from "../tokens";
@@ -62,7 +62,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   root.append(view);
 
   let theme: ThemeColors = readTheme(root, store.get().resolved_theme === "dark");
-  let lut = rampLut(theme.bg, theme.accent);
+  let lut = weightLut(theme);
   let thumbs: Chunk | null = null;
   let thumbsKey = "";
   let geo: GridGeometry = { cell: 0, width: 0, height: 0 };
@@ -230,7 +230,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   const unsub = store.subscribe((changed) => {
     if (changed.has("theme_rev")) {
       theme = readTheme(root, store.get().resolved_theme === "dark");
-      lut = rampLut(theme.bg, theme.accent);
+      lut = weightLut(theme);
     }
     if (changed.has("stream")) load();
     sched.request();
