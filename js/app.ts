@@ -30,7 +30,8 @@ function option(sel: HTMLSelectElement, value: string, label: string): void {
 
 export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
   const L = listeners();
-  const root = h("div", "attnscope", { tabindex: "0", "data-testid": "attnscope-root", "aria-label": meta.title ?? "attention" });
+  // data-lm-suppress-shortcuts: JupyterLab leaves keys pressed in here to the widget (no cell moves on ↑/↓).
+  const root = h("div", "attnscope", { tabindex: "0", "data-testid": "attnscope-root", "aria-label": meta.title ?? "attention", "data-lm-suppress-shortcuts": "true" });
   const header = h("div", "attnscope-header");
   const title = h("span", "attnscope-title");
   title.textContent = meta.title ?? "attnscope";
@@ -130,7 +131,7 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
       case "ArrowLeft": if (s.view === "neuron") patch = { head: Math.max(0, s.head - 1) }; break;
       default: break;
     }
-    if (patch) { e.preventDefault(); store.set(patch); }
+    if (patch) { e.preventDefault(); e.stopPropagation(); store.set(patch); }
   });
 
   const unsub = store.subscribe((changed) => {
