@@ -86,6 +86,18 @@ def split_mask(
     return blocked, (rest if bool(rest.any()) else None)
 
 
+def _is_plain_causal(mask: torch.Tensor) -> bool:
+    """True for an additive mask that hides exactly the future keys (no padding, window)."""
+    if mask.dtype == torch.bool or mask.shape[0] != 1 or mask.shape[1] != 1:
+        return False
+    q_len, k_len = mask.shape[-2:]
+    if q_len != k_len:
+        return False
+    blocked, folded = split_mask(mask, k_len)
+    future = torch.ones(q_len, k_len, dtype=torch.bool, device=mask.device).triu(1)
+    return folded is None and blocked is not None and torch.equal(blocked[0, 0], future)
+
+
 class Recorder:
     """An attention function to register with ``transformers.AttentionInterface``.
 
@@ -111,6 +123,21 @@ class Recorder:
         self.keep = keep
         self.fallback = fallback
         self.calls: list[AttentionCall] = []
+        self._causal: dict[int, bool] = {}
+
+    def _for_sdpa(self, mask: torch.Tensor | None) -> tuple[torch.Tensor | None, bool]:
+        """The mask and ``is_causal`` flag for sdpa, as eager would apply ``mask``.
+
+        A plain causal mask becomes ``is_causal=True`` with no mask: sdpa's fast
+        kernels take that path, and a dense float mask costs them several times
+        more at thousands of tokens. Eager reads no mask as "attend everywhere".
+        """
+        if mask is None:
+            return None, False
+        key = mask.data_ptr()
+        if key not in self._causal:  # layers share one mask tensor: check it once
+            self._causal[key] = _is_plain_causal(mask)
+        return (None, True) if self._causal[key] else (mask, False)
 
     def __call__(
         self,
@@ -128,12 +155,8 @@ class Recorder:
             self.calls.append(AttentionCall())
             special = kwargs.get("softcap") is not None or kwargs.get("s_aux") is not None
             if self.fallback is not None and not special and not args:
-                # eager treats a missing mask as "attend everywhere"; sdpa would
-                # otherwise read the module's is_causal flag instead.
-                causal = {"is_causal": False} if attention_mask is None else {}
-                out, _ = self.fallback(
-                    module, query, key, value, attention_mask, **causal, **kwargs
-                )
+                mask, causal = self._for_sdpa(attention_mask)
+                out, _ = self.fallback(module, query, key, value, mask, is_causal=causal, **kwargs)
                 return out, None
             out, _ = eager_forward_for(module)(
                 module, query, key, value, attention_mask, *args, **kwargs

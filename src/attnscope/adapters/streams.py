@@ -45,10 +45,10 @@ def _stack_terms(
 
 
 def _check_rows(attention: np.ndarray, mask: np.ndarray | None, sinks: bool, name: str) -> None:  # type: ignore[type-arg]
-    sums = attention.sum(-1, dtype=np.float64)
+    sums = attention.sum(-1)
     bad = sums > 1 + 1e-3 if sinks else np.abs(sums - 1) > 1e-3
-    if mask is not None:
-        bad &= ~np.broadcast_to(mask, attention.shape).all(-1)
+    if mask is not None:  # a query that sees no key at all has no distribution
+        bad &= ~np.broadcast_to(mask.all(-1), bad.shape)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
         raise RuntimeError(

@@ -47,18 +47,25 @@ class Encoded:
         )
 
 
+def _first_row(values: Any) -> list[Any]:
+    """Batch item 0 of a tensor or nested list, as a plain list."""
+    row = values[0]
+    return list(row.tolist() if hasattr(row, "tolist") else row)
+
+
 def _kinds(encoding: Any, ids: Sequence[int], special_ids: set[int]) -> list[TokenKind]:
     marks = encoding.get("special_tokens_mask")
     mask = encoding.get("attention_mask")
-    kinds: list[TokenKind] = []
-    for i, token_id in enumerate(ids):
-        if mask is not None and int(mask[0][i]) == 0:
-            kinds.append("padding")
-        elif bool(int(marks[0][i])) if marks is not None else token_id in special_ids:
-            kinds.append("special")
-        else:
-            kinds.append("token")
-    return kinds
+    special = (
+        [bool(m) for m in _first_row(marks)]
+        if marks is not None
+        else [i in special_ids for i in ids]
+    )
+    attended = _first_row(mask) if mask is not None else [1] * len(ids)
+    return [
+        "padding" if not seen else ("special" if sp else "token")
+        for seen, sp in zip(attended, special, strict=True)
+    ]
 
 
 def _sequence_ids(encoding: Any) -> list[int | None] | None:
@@ -72,8 +79,8 @@ def _segments(encoding: Any, sequence_ids: list[int | None] | None) -> list[int]
     # The model's own token_type_ids decide what the model saw; sequence ids
     # are the fallback for pair inputs to models without token types.
     types = encoding.get("token_type_ids")
-    if types is not None and any(int(t) for t in types[0]):
-        return [int(t) for t in types[0]]
+    if types is not None and any(row := [int(t) for t in _first_row(types)]):
+        return row
     if sequence_ids is None:
         return None
     segments: list[int] = []
@@ -107,13 +114,13 @@ def tokens_from_encoding(
     >>> tokens_from_encoding(tok, enc, ["Hi there"]).labels          # doctest: +SKIP
     ('[CLS]', 'Hi', 'there', '[SEP]')
     """
-    ids = [int(i) for i in encoding["input_ids"][0]]
+    ids = [int(i) for i in _first_row(encoding["input_ids"])]
     raw = [str(t) for t in tokenizer.convert_ids_to_tokens(ids)]
     kinds = _kinds(encoding, ids, set(getattr(tokenizer, "all_special_ids", ())))
     sequence_ids = _sequence_ids(encoding)
     offsets = encoding.get("offset_mapping")
     if offsets is not None:
-        spans = [(int(s), int(e)) for s, e in offsets[0]]
+        spans = [(int(s), int(e)) for s, e in _first_row(offsets)]
         labels = offset_labels(raw, kinds, spans, texts, sequence_ids if pair else None)
     else:
         labels = display_labels(raw)
