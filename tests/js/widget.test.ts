@@ -5,8 +5,8 @@ import { makeFixture, mockModel, until } from "./helpers/fixture";
 beforeAll(installCanvas);
 afterEach(() => { document.body.replaceChildren(); });
 
-function mountWith(traits = {}, opts = {}) {
-  const f = makeFixture({ layers: 2, heads: 3 });
+function mountWith(traits = {}, opts = {}, fx = {}) {
+  const f = makeFixture({ layers: 2, heads: 3, ...fx });
   const model = mockModel(f, traits, opts);
   const el = document.createElement("div");
   document.body.append(el);
@@ -113,6 +113,23 @@ describe("widget glue", () => {
     a.el.querySelector<HTMLButtonElement>('[data-head="1"]')!.click();
     expect(a.model.get("heads")).toEqual([0, 2]);
     expect(b.model.get("heads")).toEqual([0, 1, 2]);
+  });
+
+  it("several streams: a stream selector; cross-attention puts target queries left, source keys right", async () => {
+    const { model, el } = mountWith({}, {}, { target: 4 });
+    await until(() => ready(el, "head-view"));
+    const sel = el.querySelector<HTMLSelectElement>('[data-testid="stream-select"]')!;
+    expect([...sel.options].map((o) => o.value)).toEqual(["self", "cross"]);
+    sel.value = "cross";
+    sel.dispatchEvent(new Event("change"));
+    expect(model.get("stream")).toBe("cross");
+    await until(() => ready(el, "head-view") && model.log.sent.some((m) => (m as { keys: string[] }).keys.includes("top:cross:0")));
+    await until(() => el.querySelectorAll('[data-side="query"] [data-i]').length === 4);
+    expect(el.querySelector('[data-side="query"] [data-i="0"]')!.textContent).toBe("out0");
+    expect(el.querySelectorAll('[data-side="key"] [data-i]').length).toBe(6);
+    model.kernelSet("view", "neuron");
+    await until(() => ready(el, "neuron-view"));
+    expect(el.querySelectorAll('[data-testid="neuron-view"] [data-key]').length).toBe(6);
   });
 
   it("cleanup calls off for every on and empties el", async () => {

@@ -6,6 +6,8 @@ import { createChunkSource, decodeChunks, type ChunksMessage } from "../../../js
 export interface FixtureOptions {
   layers?: number; heads?: number; tokens?: number; dim?: number | null; segments?: boolean; seed?: number;
   kvHeads?: number; bias?: boolean;
+  /** Add a `cross` stream: this many target-side queries over the source keys. */
+  target?: number;
 }
 
 export interface WireArray { name: string; dtype: "u8" | "u16" | "u32" | "f32"; shape: number[]; bytes: Uint8Array }
@@ -16,10 +18,13 @@ function rng(seed: number): () => number {
 }
 const bytesOf = (a: ArrayBufferView): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 
+interface StreamData { Q: number; K: number; q: Float32Array[][]; k: Float32Array[][]; att: Float32Array[][]; bias: Float32Array[][] | null }
+
 export interface Fixture {
   meta: Meta;
   L: number; H: number; N: number; D: number;
   q: Float32Array[][]; k: Float32Array[][]; att: Float32Array[][]; bias: Float32Array[][] | null;
+  streams: Record<string, StreamData>;
   chunk(key: string): { key: string; arrays?: WireArray[]; error?: string };
   message(keys: string[]): { content: ChunksMessage; buffers: Uint8Array[] };
 }
@@ -32,44 +37,55 @@ export function makeFixture(o: FixtureOptions = {}): Fixture {
   const kinds: TokenKind[] = labels.map((l) => (l === "[CLS]" ? "special" : l === "[PAD]" ? "padding" : "token"));
   const segments = o.segments ? labels.map((_, i) => (i < N / 2 ? 0 : 1)) : null;
   const scaling = 1 / Math.sqrt(D);
-  const q: Float32Array[][] = [], k: Float32Array[][] = [], att: Float32Array[][] = [];
-  const bias: Float32Array[][] | null = o.bias ? [] : null;
-  for (let l = 0; l < L; l++) {
-    q.push([]); k.push([]); att.push([]); bias?.push([]);
-    const kv = Array.from({ length: KV }, () => Float32Array.from({ length: N * D }, () => (r() - 0.5) * 4));
-    for (let h = 0; h < H; h++) {
-      const qh = Float32Array.from({ length: N * D }, () => (r() - 0.5) * 4);
-      const kh = kv[Math.floor(h / (H / KV))] as Float32Array;
-      const bh = o.bias ? Float32Array.from({ length: N * N }, () => r() - 0.5) : null;
-      const a = new Float32Array(N * N);
-      for (let i = 0; i < N; i++) {
-        const s: number[] = [];
-        for (let j = 0; j < N; j++) {
-          let dot = 0;
-          for (let d = 0; d < D; d++) dot += (qh[i * D + d] as number) * (kh[j * D + d] as number);
-          s.push(dot * scaling + (bh ? (bh[i * N + j] as number) : 0));
+
+  /** Random q/k and their softmax attention for a (Q queries × K keys) stream. */
+  function buildStream(Q: number, K: number): StreamData {
+    const out: StreamData = { Q, K, q: [], k: [], att: [], bias: o.bias ? [] : null };
+    for (let l = 0; l < L; l++) {
+      out.q.push([]); out.k.push([]); out.att.push([]); out.bias?.push([]);
+      const kv = Array.from({ length: KV }, () => Float32Array.from({ length: K * D }, () => (r() - 0.5) * 4));
+      for (let h = 0; h < H; h++) {
+        const qh = Float32Array.from({ length: Q * D }, () => (r() - 0.5) * 4);
+        const kh = kv[Math.floor(h / (H / KV))] as Float32Array;
+        const bh = o.bias ? Float32Array.from({ length: Q * K }, () => r() - 0.5) : null;
+        const a = new Float32Array(Q * K);
+        for (let i = 0; i < Q; i++) {
+          const s: number[] = [];
+          for (let j = 0; j < K; j++) {
+            let dot = 0;
+            for (let d = 0; d < D; d++) dot += (qh[i * D + d] as number) * (kh[j * D + d] as number);
+            s.push(dot * scaling + (bh ? (bh[i * K + j] as number) : 0));
+          }
+          const m = Math.max(...s);
+          const e = s.map((x) => Math.exp(x - m));
+          const z = e.reduce((x, y) => x + y, 0);
+          e.forEach((x, j) => { a[i * K + j] = x / z; });
         }
-        const m = Math.max(...s);
-        const e = s.map((x) => Math.exp(x - m));
-        const z = e.reduce((x, y) => x + y, 0);
-        e.forEach((x, j) => { a[i * N + j] = x / z; });
+        out.q[l]!.push(qh); out.k[l]!.push(kh); out.att[l]!.push(a); out.bias?.[l]!.push(bh as Float32Array);
       }
-      q[l]!.push(qh); k[l]!.push(kh); att[l]!.push(a); bias?.[l]!.push(bh as Float32Array);
     }
+    return out;
   }
+
+  const streams: Record<string, StreamData> = { self: buildStream(N, N) };
+  const T = o.target ?? 0;
+  const targetLabels = Array.from({ length: T }, (_, i) => `out${i}`);
+  if (T) streams.cross = buildStream(T, N);
+  const streamMeta = (name: string, sd: StreamData, qSide: string) => ({
+    label: name === "self" ? "self-attention" : "cross-attention", query_side: qSide, key_side: "source",
+    layers: Array.from({ length: L }, (_, i) => i), num_heads: H, num_kv_heads: KV,
+    q_len: sd.Q, k_len: sd.K, head_dim: o.dim === null ? null : D,
+    has_bias: !!o.bias, has_mask: false, has_softcap: false, has_sinks: false,
+    thumb_rows: sd.Q, thumb_cols: sd.K, top_k: sd.K,
+  });
   const meta: Meta = {
     protocol: 1,
     title: `fixture · ${L} layers × ${H} heads`,
-    sides: { source: { labels, raw: labels.map((x) => `raw:${x}`), kinds, segments }, target: null },
-    streams: {
-      self: {
-        label: "self-attention", query_side: "source", key_side: "source",
-        layers: Array.from({ length: L }, (_, i) => i), num_heads: H, num_kv_heads: KV,
-        q_len: N, k_len: N, head_dim: o.dim === null ? null : D,
-        has_bias: !!o.bias, has_mask: false, has_softcap: false, has_sinks: false,
-        thumb_rows: N, thumb_cols: N, top_k: N,
-      },
+    sides: {
+      source: { labels, raw: labels.map((x) => `raw:${x}`), kinds, segments },
+      target: T ? { labels: targetLabels, raw: targetLabels, kinds: targetLabels.map(() => "token" as const), segments: null } : null,
     },
+    streams: Object.fromEntries(Object.entries(streams).map(([name, sd]) => [name, streamMeta(name, sd, name === "self" ? "source" : "target")])),
     neuron_unavailable: null,
     notes: [],
     embedded: false,
@@ -78,55 +94,57 @@ export function makeFixture(o: FixtureOptions = {}): Fixture {
   function chunk(key: string): { key: string; arrays?: WireArray[]; error?: string } {
     const p = key.split(":");
     const l = Number(p[2]), h = Number(p[3]);
-    if (p[1] !== "self") return { key, error: "unknown stream" };
+    const sd = streams[p[1] ?? ""];
+    if (!sd) return { key, error: "unknown stream" };
+    const { Q, K, att } = sd;
     if (p[0] === "thumbs") {
-      const t = new Uint8Array(L * H * N * N);
+      const t = new Uint8Array(L * H * Q * K);
       for (let li = 0; li < L; li++) for (let hi = 0; hi < H; hi++) {
         const a = att[li]![hi]!;
         const mx = Math.max(...a);
-        a.forEach((v, i) => { t[(li * H + hi) * N * N + i] = Math.round((255 * v) / mx); });
+        a.forEach((v, i) => { t[(li * H + hi) * Q * K + i] = Math.round((255 * v) / mx); });
       }
-      return { key, arrays: [{ name: "thumbs", dtype: "u8", shape: [L, H, N, N], bytes: t }] };
+      return { key, arrays: [{ name: "thumbs", dtype: "u8", shape: [L, H, Q, K], bytes: t }] };
     }
     if (!(l >= 0 && l < L)) return { key, error: `no layer ${p[2]}` };
     if (p[0] === "top") {
-      const index = new Uint16Array(H * N * N), weight = new Uint8Array(H * N * N), rowmax = new Float32Array(H * N);
-      for (let hi = 0; hi < H; hi++) for (let i = 0; i < N; i++) {
-        const row = Array.from(att[l]![hi]!.subarray(i * N, (i + 1) * N));
+      const index = new Uint16Array(H * Q * K), weight = new Uint8Array(H * Q * K), rowmax = new Float32Array(H * Q);
+      for (let hi = 0; hi < H; hi++) for (let i = 0; i < Q; i++) {
+        const row = Array.from(att[l]![hi]!.subarray(i * K, (i + 1) * K));
         const order = row.map((_, j) => j).sort((a, b) => (row[b] as number) - (row[a] as number));
         const rm = row[order[0] as number] as number;
-        rowmax[hi * N + i] = rm;
-        order.forEach((j, t) => { index[(hi * N + i) * N + t] = j; weight[(hi * N + i) * N + t] = Math.round((255 * (row[j] as number)) / rm); });
+        rowmax[hi * Q + i] = rm;
+        order.forEach((j, t) => { index[(hi * Q + i) * K + t] = j; weight[(hi * Q + i) * K + t] = Math.round((255 * (row[j] as number)) / rm); });
       }
       return { key, arrays: [
-        { name: "index", dtype: "u16", shape: [H, N, N], bytes: bytesOf(index) },
-        { name: "weight", dtype: "u8", shape: [H, N, N], bytes: weight },
-        { name: "rowmax", dtype: "f32", shape: [H, N], bytes: bytesOf(rowmax) },
+        { name: "index", dtype: "u16", shape: [H, Q, K], bytes: bytesOf(index) },
+        { name: "weight", dtype: "u8", shape: [H, Q, K], bytes: weight },
+        { name: "rowmax", dtype: "f32", shape: [H, Q], bytes: bytesOf(rowmax) },
       ] };
     }
     if (!(h >= 0 && h < H)) return { key, error: `no head ${p[3]}` };
     if (p[0] === "attn") {
-      const a = att[l]![h]!, weight = new Uint8Array(N * N), rowmax = new Float32Array(N);
-      for (let i = 0; i < N; i++) {
-        const rm = Math.max(...a.subarray(i * N, (i + 1) * N));
+      const a = att[l]![h]!, weight = new Uint8Array(Q * K), rowmax = new Float32Array(Q);
+      for (let i = 0; i < Q; i++) {
+        const rm = Math.max(...a.subarray(i * K, (i + 1) * K));
         rowmax[i] = rm;
-        for (let j = 0; j < N; j++) weight[i * N + j] = Math.round((255 * (a[i * N + j] as number)) / rm);
+        for (let j = 0; j < K; j++) weight[i * K + j] = Math.round((255 * (a[i * K + j] as number)) / rm);
       }
       return { key, arrays: [
-        { name: "weight", dtype: "u8", shape: [N, N], bytes: weight },
-        { name: "rowmax", dtype: "f32", shape: [N], bytes: bytesOf(rowmax) },
+        { name: "weight", dtype: "u8", shape: [Q, K], bytes: weight },
+        { name: "rowmax", dtype: "f32", shape: [Q], bytes: bytesOf(rowmax) },
       ] };
     }
     if (p[0] === "qk") {
       if (o.dim === null) return { key, error: "no q/k recorded" };
       const arrays: WireArray[] = [
-        { name: "q", dtype: "f32", shape: [N, D], bytes: bytesOf(q[l]![h]!) },
-        { name: "k", dtype: "f32", shape: [N, D], bytes: bytesOf(k[l]![h]!) },
+        { name: "q", dtype: "f32", shape: [Q, D], bytes: bytesOf(sd.q[l]![h]!) },
+        { name: "k", dtype: "f32", shape: [K, D], bytes: bytesOf(sd.k[l]![h]!) },
         { name: "scaling", dtype: "f32", shape: [1], bytes: bytesOf(Float32Array.of(scaling)) },
         { name: "kv_head", dtype: "u32", shape: [1], bytes: bytesOf(Uint32Array.of(Math.floor(h / (H / KV)))) },
-        { name: "attention", dtype: "f32", shape: [N, N], bytes: bytesOf(att[l]![h]!) },
+        { name: "attention", dtype: "f32", shape: [Q, K], bytes: bytesOf(att[l]![h]!) },
       ];
-      if (bias) arrays.push({ name: "bias", dtype: "f32", shape: [N, N], bytes: bytesOf(bias[l]![h]!) });
+      if (sd.bias) arrays.push({ name: "bias", dtype: "f32", shape: [Q, K], bytes: bytesOf(sd.bias[l]![h]!) });
       return { key, arrays };
     }
     return { key, error: `unknown key ${key}` };
@@ -142,7 +160,8 @@ export function makeFixture(o: FixtureOptions = {}): Fixture {
     return { content: { type: "chunks", chunks }, buffers };
   }
 
-  return { meta, L, H, N, D, q, k, att, bias, chunk, message };
+  const self = streams.self as StreamData;
+  return { meta, L, H, N, D, q: self.q, k: self.k, att: self.att, bias: self.bias, streams, chunk, message };
 }
 
 /** A store + DataSource for driving a view directly. */
