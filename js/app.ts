@@ -77,7 +77,8 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
     root.dataset.theme = resolved;
     if (t === "auto") delete root.dataset.themeForced;
     else root.dataset.themeForced = t;
-    const sig = `${t}|${resolved}|${document.body?.dataset.jpThemeName ?? ""}`;
+    // Colours also change between two dark (or two light) host themes.
+    const sig = `${t}|${resolved}|${document.body?.dataset.jpThemeName ?? ""}|${getComputedStyle(root).getPropertyValue("--as-bg")}`;
     if (sig === themeSig) return;
     themeSig = sig;
     store.set({ resolved_theme: resolved, theme_rev: store.get().theme_rev + 1 });

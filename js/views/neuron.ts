@@ -217,7 +217,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     (headCells[2] as HTMLElement).style.width = sw;
     (headCells[4] as HTMLElement).hidden = !r.bias;
     queryIn.max = String(stream().q_len - 1);
-    if (document.activeElement !== queryIn) queryIn.value = String(queryIdx());
+    if ((queryIn.getRootNode() as Document | ShadowRoot).activeElement !== queryIn) queryIn.value = String(queryIdx());
     strip(qcanvas, (d) => r.q[d] as number, r.D, r.maxQK);
   }
 

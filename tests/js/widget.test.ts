@@ -149,3 +149,25 @@ describe("widget glue", () => {
     expect(el.textContent).toMatch(/no attention data/);
   });
 });
+
+describe("auto theme outside JupyterLab", () => {
+  afterEach(() => { document.body.className = ""; document.body.style.background = ""; });
+
+  it("follows VS Code's body class", async () => {
+    document.body.classList.add("vscode-dark");
+    const { el } = mountWith({ theme: "auto" });
+    expect(el.querySelector<HTMLElement>('[data-testid="attnscope-root"]')!.dataset.theme).toBe("dark");
+  });
+
+  it("follows the nearest opaque background, across a shadow root", async () => {
+    const host = document.createElement("div");
+    host.style.background = "rgb(20, 20, 20)";
+    document.body.append(host);
+    const shadow = host.attachShadow({ mode: "open" });
+    const el = document.createElement("div");
+    shadow.append(el);
+    const f = makeFixture();
+    widget.render({ model: mockModel(f, { theme: "auto" }), el });
+    expect(el.querySelector<HTMLElement>('[data-testid="attnscope-root"]')!.dataset.theme).toBe("dark");
+  });
+});
