@@ -51,7 +51,8 @@ export function mount(model: ModelLike, el: HTMLElement): Cleanup {
       model.on(`change:${k}`, fn);
       return [k, fn] as const;
     });
-    const unsub = store.subscribe((changed, state) => {
+    const unsub = store.subscribe((changed) => {
+      const state = store.get(); // fresh even when a subscriber set more in between
       let dirty = false;
       for (const k of SELECTION_KEYS) {
         if (!changed.has(k)) continue;
