@@ -173,3 +173,22 @@ def test_model_by_path(minilm_path: Any) -> None:
     trace = attnscope.capture(str(minilm_path), "Hello world")
     assert trace.tokens == ["[CLS]", "Hello", "world", "[SEP]"]
     assert trace.metadata["model_name"] == str(minilm_path)
+
+
+@pytest.mark.parametrize("family", ["bert", "gpt2"])
+def test_padding_is_trimmed(family: str, wordpiece: Any) -> None:
+    from attnscope.adapters.generic import capture_generic
+    from attnscope.adapters.restore import preserved
+    from attnscope.adapters.streams import build_stream
+
+    model, tokenizer, plain = capture_family(family, wordpiece)
+    inputs = dict(tokenizer(TEXT, return_tensors="pt", padding="max_length", max_length=40))
+    inputs = {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask")}
+    keep = [i for i, seen in enumerate(inputs["attention_mask"][0].tolist()) if seen]
+    assert len(keep) < 40
+    with preserved(model), torch.inference_mode():
+        calls = capture_generic(model, inputs, None)["self"]
+    stream = build_stream("self", calls, rows=keep, cols=keep)
+    assert stream.attention.shape == plain.attention.shape
+    assert np.abs(stream.attention - plain.attention).max() <= 1e-5
+    assert float(np.abs(stream.recompute() - stream.attention).max()) <= 1e-5

@@ -33,7 +33,7 @@ from attnscope.adapters.families.bloom import capture_bloom
 from attnscope.adapters.families.gpt_neo import capture_gpt_neo
 from attnscope.adapters.generic import capture_generic
 from attnscope.adapters.loading import load_model, load_tokenizer
-from attnscope.adapters.recorder import AttentionCall
+from attnscope.adapters.recorder import AttentionCall, CannotRecordError
 from attnscope.adapters.restore import preserved
 from attnscope.adapters.seq2seq import encode_target
 from attnscope.adapters.streams import build_stream
@@ -68,14 +68,22 @@ def _forward_inputs(model: Any, inputs: Mapping[str, torch.Tensor]) -> dict[str,
     return {k: v for k, v in inputs.items() if k in accepted}
 
 
-def _run_route(model: Any, route: str, inputs: Mapping[str, torch.Tensor], layers: Any) -> Calls:
+def _run_route(
+    model: Any, route: str, inputs: Mapping[str, torch.Tensor], layers: Any, notes: list[str]
+) -> tuple[str, Calls]:
+    """Run ``route``; a model the generic route cannot record falls back to weights only."""
     if route == "generic":
-        return capture_generic(model, inputs, layers)
+        try:
+            with preserved(model):  # a failed attempt leaves nothing behind for the next
+                return route, capture_generic(model, inputs, layers)
+        except CannotRecordError as err:
+            notes.append(f"neuron view unavailable: q and k not recorded ({err}).")
+            route = "attention-only"
     if route in FAMILIES:
-        return FAMILIES[route](model, inputs, layers)
+        return route, FAMILIES[route](model, inputs, layers)
     if type(model)._can_set_attn_implementation():
         model.set_attn_implementation("eager")
-    return capture_weights(model, inputs, layers)
+    return route, capture_weights(model, inputs, layers)
 
 
 def _encode(
@@ -179,7 +187,7 @@ def capture(
             if target is None:
                 notes.append("target generated greedily by the model.")
         inputs = {**source.inputs, **(target_enc.inputs if target_enc else {})}
-        calls = _run_route(model, route, _forward_inputs(model, inputs), chosen)
+        route, calls = _run_route(model, route, _forward_inputs(model, inputs), chosen, notes)
         sides = {"source": source, "target": target_enc or source}
         streams = [
             build_stream(

@@ -20,7 +20,12 @@ from typing import Any
 
 import torch
 
-from attnscope.adapters.recorder import AttentionCall, AttentionFunction, Recorder
+from attnscope.adapters.recorder import (
+    AttentionCall,
+    AttentionFunction,
+    CannotRecordError,
+    Recorder,
+)
 
 # Output fields holding attention, and the stream each becomes.
 FIELDS = {
@@ -79,7 +84,10 @@ def _label_calls(outputs: Any, calls: Sequence[AttentionCall]) -> list[Label | N
 
 def _run(model: Any, inputs: Mapping[str, torch.Tensor], recorder: Recorder, **extra: Any) -> Any:
     with registered(recorder) as name:
-        model.set_attn_implementation(name)
+        try:
+            model.set_attn_implementation(name)
+        except (ValueError, ImportError) as err:  # e.g. a sub-model that cannot switch
+            raise CannotRecordError(f"switching its attention failed: {err}") from err
         return model(**inputs, use_cache=False, **extra)
 
 
@@ -136,8 +144,7 @@ def capture_generic(
         if label is not None and call.weights is not None:
             streams.setdefault(label[0], []).append((label[1], call))
     if not streams:
-        raise RuntimeError(
-            f"{type(model).__name__} returned no attention weights that attnscope recorded; "
-            "its attention layers do not go through transformers' AttentionInterface."
+        raise CannotRecordError(
+            "its attention layers do not go through transformers' AttentionInterface"
         )
     return streams

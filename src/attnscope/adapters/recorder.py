@@ -39,6 +39,10 @@ class AttentionCall:
     sinks: torch.Tensor | None = None
 
 
+class CannotRecordError(LookupError):
+    """The generic route cannot record this model; capture falls back to weights only."""
+
+
 def eager_forward_for(module: torch.nn.Module) -> AttentionFunction:
     """The ``eager_attention_forward`` of the modeling file that defines ``module``.
 
@@ -54,9 +58,9 @@ def eager_forward_for(module: torch.nn.Module) -> AttentionFunction:
         found = getattr(sys.modules.get(cls.__module__), "eager_attention_forward", None)
         if callable(found):
             return found  # type: ignore[no-any-return]
-    raise LookupError(
+    raise CannotRecordError(
         f"{type(module).__name__} (from {type(module).__module__}) has no "
-        "eager_attention_forward; attnscope cannot record its q and k."
+        "eager_attention_forward to compute its weights with"
     )
 
 
