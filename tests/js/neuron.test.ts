@@ -98,6 +98,22 @@ describe("neuron view", () => {
     expect(view.dataset.ready).toBe("false");
   });
 
+  it("saves the visible rows as SVG (with q·k values) and PNG", async () => {
+    const { view } = await setup();
+    const blobs: Blob[] = [];
+    const orig = URL.createObjectURL;
+    URL.createObjectURL = ((b: Blob) => { blobs.push(b); return "blob:x"; }) as typeof URL.createObjectURL;
+    view.querySelector<HTMLButtonElement>('[data-testid="save-svg"]')!.click();
+    view.querySelector<HTMLButtonElement>('[data-testid="save-png"]')!.click();
+    await until(() => blobs.length === 2);
+    URL.createObjectURL = orig;
+    const svg = await blobs[0]!.text();
+    const first = rowsOf(view)[0]!;
+    expect(svg).toContain(first.querySelector(".attnscope-nv-num")!.textContent!);
+    expect(svg.match(/<rect /g)!.length).toBeGreaterThan(6 * 4 * 2);
+    expect(blobs[1]!.type).toBe("image/png");
+  });
+
   it("cleanup stops redraws", async () => {
     const { view, ctx, cleanup } = await setup();
     cleanup();
