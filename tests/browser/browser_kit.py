@@ -28,6 +28,7 @@ CHROMIUM_FLAGS = [
 ]
 LOCAL_SCHEMES = {"file", "data", "blob", "about"}
 LOCAL_HOSTS = {"127.0.0.1"}
+DEFAULT_VIEW = ".attnscope-view"  # the front end's view elements carry data-ready/data-draws
 
 
 def chromium_path() -> str | None:
@@ -114,13 +115,14 @@ def new_watched_page(
 
 
 def wait_for_widget(
-    scope: Any, *, root: str = ".attnscope", draws: int = 1, timeout_ms: float = 30_000
+    scope: Any, *, root: str = DEFAULT_VIEW, draws: int = 1, timeout_ms: float = 30_000
 ) -> Any:
     """Wait until a widget under ``scope`` (page or frame) says it is ready and has drawn.
 
-    The front end marks its root element with ``data-ready="true"`` once its
-    data arrived and with ``data-draws="<n>"`` counting finished draws; tests
-    wait on those instead of on time. Returns the root element's locator.
+    Each view element of the front end (``.attnscope-view``; the head view is
+    ``[data-testid="head-view"]``) says ``data-ready="true"`` once its data
+    arrived and ``data-draws="<n>"`` counting finished draws; tests wait on
+    those instead of on time. Returns the element's locator.
     """
     scope.wait_for_function(
         """([root, draws]) => {
@@ -133,14 +135,14 @@ def wait_for_widget(
     return scope.locator(root).first
 
 
-def draw_count(scope: Any, root: str = ".attnscope") -> int:
+def draw_count(scope: Any, root: str = DEFAULT_VIEW) -> int:
     """How many draws the widget under ``scope`` has finished (``data-draws``)."""
     value = scope.locator(root).first.get_attribute("data-draws")
     return int(value or 0)
 
 
 def wait_for_next_draw(
-    scope: Any, before: int, *, root: str = ".attnscope", timeout_ms: float = 30_000
+    scope: Any, before: int, *, root: str = DEFAULT_VIEW, timeout_ms: float = 30_000
 ) -> None:
     """Wait until the widget has drawn again after having drawn ``before`` times."""
     wait_for_widget(scope, root=root, draws=before + 1, timeout_ms=timeout_ms)

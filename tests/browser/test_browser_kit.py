@@ -20,9 +20,9 @@ pytestmark = pytest.mark.browser
 # A stand-in for the widget's readiness contract: data-ready once data is in,
 # data-draws counting finished draws; a click draws again.
 FAKE_WIDGET = """<!doctype html><html><body>
-<div class="attnscope" data-draws="0"><button id="redraw">redraw</button></div>
+<div class="attnscope-view" data-draws="0"><button id="redraw">redraw</button></div>
 <script>
-const root = document.querySelector(".attnscope");
+const root = document.querySelector(".attnscope-view");
 const draw = () => requestAnimationFrame(() => {
   root.dataset.draws = String(Number(root.dataset.draws) + 1);
   root.dataset.ready = "true";
