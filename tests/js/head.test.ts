@@ -102,11 +102,11 @@ describe("head view", () => {
   });
 
   it("caps lines at large N and virtualises rows", async () => {
-    const { view, f } = await setup({ tokens: 600, heads: 12, layers: 1, dim: 2 });
+    const { view, f } = await setup({ tokens: 300, heads: 8, layers: 1, dim: 2 });
     const rows = view.querySelectorAll('[data-side="query"] [data-i]');
     expect(rows.length).toBeLessThan(60);
     expect(Number(view.dataset.lines)).toBeLessThanOrEqual(3000);
-    expect(f.N).toBe(600);
+    expect(f.N).toBe(300);
   });
 
   it("lines to off-screen keys are counted at the edge; a moved query scrolls into view", async () => {
