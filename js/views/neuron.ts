@@ -30,6 +30,23 @@ export interface NeuronRows {
   maxProd: number;
   /** Largest weight in the row: the bars are scaled to it. */
   maxWeight: number;
+  /** max |softmax(score) − recorded weight| over the row: how well q·k explains the weights. */
+  recomputeError: number;
+}
+
+/** softmax over the unmasked scores (a sink adds exp(sink) to the denominator only). */
+export function softmaxRow(score: Float64Array, masked: Uint8Array, sink: number | null): Float64Array {
+  let m = sink ?? -Infinity;
+  for (let j = 0; j < score.length; j++) if (!masked[j] && (score[j] as number) > m) m = score[j] as number;
+  const out = new Float64Array(score.length);
+  let z = sink != null ? Math.exp(sink - m) : 0;
+  for (let j = 0; j < score.length; j++) {
+    const e = masked[j] ? 0 : Math.exp((score[j] as number) - m);
+    out[j] = e;
+    z += e;
+  }
+  for (let j = 0; j < out.length; j++) out[j] = z > 0 ? (out[j] as number) / z : 0;
+  return out;
 }
 
 const scalar = (c: Chunk, name: string): number | null => {
@@ -69,7 +86,10 @@ export function neuronRows(chunk: Chunk, query: number): NeuronRows {
     weight[j] = att.data[query * K + j] as number;
   }
   const maxWeight = weight.reduce((a, b) => Math.max(a, b), 0);
-  return { D, K, q, qk, score, weight, masked, bias, scaling, softcap, sink, kvHead: scalar(chunk, "kv_head") ?? -1, maxQK, maxProd, maxWeight };
+  const again = softmaxRow(score, masked, sink);
+  let recomputeError = 0;
+  for (let j = 0; j < K; j++) recomputeError = Math.max(recomputeError, Math.abs((again[j] as number) - (weight[j] as number)));
+  return { D, K, q, qk, score, weight, masked, bias, scaling, softcap, sink, kvHead: scalar(chunk, "kv_head") ?? -1, maxQK, maxProd, maxWeight, recomputeError };
 }
 
 /** Bar length as a fraction of the row's largest weight. */
@@ -209,8 +229,12 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
       `query “${sideQ.labels[queryIdx()] ?? ""}” (#${queryIdx()})`,
       `score = q·k × ${fmt(r.scaling)}${r.bias ? " + bias" : ""}${r.softcap ? `, softcap ${fmt(r.softcap)}·tanh(·/${fmt(r.softcap)})` : ""}`,
       `weight = softmax(score)${r.sink != null ? ` with sink ${fmt(r.sink)}` : ""}`,
+      // Honest about the explanation: how far softmax(score) is from the weights the model returned.
+      r.recomputeError < 1e-4 ? `recomputed: max |Δ| ${r.recomputeError.toExponential(1)}`
+        : `⚠ softmax(score) differs from the recorded weights by up to ${fmt(r.recomputeError, 2)}`,
     ];
     info.textContent = parts.join(" · ");
+    info.dataset.recomputeError = String(r.recomputeError);
     qlabel.textContent = "q";
     const sw = `${r.D * cellW(r.D)}px`;
     (headCells[1] as HTMLElement).style.width = sw;

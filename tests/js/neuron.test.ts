@@ -1,4 +1,4 @@
-import { renderNeuronView } from "../../js/views/neuron";
+import { renderNeuronView, softmaxRow } from "../../js/views/neuron";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";
 
@@ -15,6 +15,15 @@ async function setup(opts = {}, patch = {}) {
 }
 const rowsOf = (v: HTMLElement) => [...v.querySelectorAll<HTMLElement>("[data-key]")].filter((r) => !r.hidden);
 
+describe("softmaxRow", () => {
+  it("skips masked keys and lets a sink take its share", () => {
+    const s = Float64Array.of(0, 0, 5);
+    expect(Array.from(softmaxRow(s, Uint8Array.of(0, 0, 1), null))).toEqual([0.5, 0.5, 0]);
+    const w = softmaxRow(Float64Array.of(0, 0), Uint8Array.of(0, 0), 0);
+    expect(w[0]).toBeCloseTo(1 / 3, 12);
+  });
+});
+
 describe("neuron view", () => {
   it("shows q·k per key equal to Σ q[d]·k[d] and the exact softmax weight", async () => {
     const { f, view, ctx } = await setup({ bias: true }, { layer: 1, head: 2, query: 3 });
@@ -29,6 +38,8 @@ describe("neuron view", () => {
       expect(Number(r.dataset.weight)).toBeCloseTo(f.att[1]![2]![3 * f.N + j]!, 7);
     }
     expect(view.textContent).toContain("+ bias");
+    // softmax(q·k × scale + bias) reproduces the recorded weights (the fixture computed them so).
+    expect(Number(view.querySelector<HTMLElement>('[data-testid="neuron-info"]')!.dataset.recomputeError)).toBeLessThan(1e-6);
     expect(view.querySelector('[data-testid="neuron-info"]')!.textContent).toContain("query “tok3” (#3)");
   });
 
