@@ -1,0 +1,210 @@
+"""Produce each tool's view of one run, and say how the browser can tell it is drawn.
+
+A :class:`View` holds the page a tool produces (its bytes reach the browser),
+the Python time it took, and two pieces of page script: a predicate that
+returns ``performance.now()`` once the view is drawn, and an action that
+switches what is shown (the layer, or the tool's nearest equivalent) and
+resolves after the next painted frame.
+
+How "drawn" is detected, from the HTML each peer produces:
+- bertviz head_view: the ``<g id="attention">`` group holds heads x n x n
+  ``<line>`` elements (d3 creates them in one task);
+- bertviz model_view: the SVG holds layers x heads x n x n ``<line>``s;
+- CircuitsVis attention_heads: heads + 1 ``<canvas>`` (thumbnails + focus);
+- attnscope: its head view element says ``data-ready="true"`` and ``data-draws >= 1``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench_inputs import Run
+
+ATTNSCOPE_HEAD = '[data-testid="head-view"]'
+NEXT_FRAME = "await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));"
+
+
+@dataclass
+class View:
+    """One tool's view of one run."""
+
+    tool: str
+    run: Run
+    html: bytes | None = None
+    python_s: float | None = None
+    values: int = 0  # attention values the page carries (for bytes per value)
+    drawn_js: str = ""  # () => performance.now() once drawn, else false
+    switch_js: list[str] = field(default_factory=list)  # async () => void, one per switch
+    switch_what: str = ""
+    status: str | None = None  # set when the view could not be produced
+    extra: dict[str, int] = field(default_factory=dict)  # other byte counts worth a row note
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def size(self) -> int | None:
+        return None if self.html is None else len(self.html)
+
+
+def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+    start = time.perf_counter()
+    value = fn(*args, **kwargs)
+    return value, time.perf_counter() - start
+
+
+def _cycle(count: int, switches: int) -> list[int]:
+    """``switches`` targets among 1 .. count-1 (0 is what the view opens on)."""
+    return [(i % max(count - 1, 1)) + 1 for i in range(switches)]
+
+
+def _layer_switches(run: Run, count: int, select: str) -> list[str]:
+    targets = _cycle(run.num_layers, count)
+    return [
+        f"""async () => {{
+            const s = document.querySelector({select!r});
+            s.value = "{layer}";
+            s.dispatchEvent(new Event("change", {{bubbles: true}}));
+            {NEXT_FRAME}
+        }}"""
+        for layer in targets
+    ]
+
+
+def bertviz_head(run: Run, switches: int) -> View:
+    from bertviz import head_view
+
+    view = View("bertviz head_view", run, values=run.values)
+    html, view.python_s = timed(head_view, run.attention, run.tokens, html_action="return")
+    view.html = html.data.encode()
+    lines = run.num_heads * run.num_tokens**2
+    view.drawn_js = f"""() => {{
+        const g = document.querySelector("#attention");
+        return !!g && g.getElementsByTagName("line").length >= {lines} && performance.now();
+    }}"""
+    view.switch_js = _layer_switches(run, switches, "select#layer")
+    view.switch_what = "layer (select)"
+    return view
+
+
+def bertviz_model(run: Run, switches: int) -> View:
+    from bertviz import model_view
+
+    view = View("bertviz model_view", run, values=run.values)
+    html, view.python_s = timed(model_view, run.attention, run.tokens, html_action="return")
+    view.html = html.data.encode()
+    lines = run.values
+    view.drawn_js = f"""() => {{
+        const svg = document.querySelector("#vis svg");
+        return !!svg && svg.getElementsByTagName("line").length >= {lines} && performance.now();
+    }}"""
+    # Clicking a thumbnail opens (or closes) its detail: the model view's own interaction.
+    view.switch_js = [
+        f"""async () => {{
+            const cell = document.querySelector("#attn_background_{layer}_0");
+            const click = new MouseEvent("click", {{bubbles: true}});
+            cell.parentNode.lastElementChild.dispatchEvent(click);
+            {NEXT_FRAME}
+        }}"""
+        for layer in _cycle(run.num_layers, switches)
+    ]
+    view.switch_what = "cell click (detail)"
+    return view
+
+
+def circuitsvis_heads(run: Run, switches: int) -> View:
+    from circuitsvis.attention import attention_heads
+
+    view = View("circuitsvis attention_heads", run, values=run.num_heads * run.num_tokens**2)
+    layer0 = run.attention[0][0]
+    rendered, view.python_s = timed(attention_heads, attention=layer0, tokens=run.tokens)
+    # local_src inlines the JS bundle; str() would point at a CDN.
+    view.html = rendered.local_src.encode()
+    view.drawn_js = f"""() => document.querySelectorAll("canvas").length >= {run.num_heads + 1}
+        && performance.now()"""
+    view.switch_js = [
+        f"""async () => {{
+            const thumb = document.querySelectorAll("canvas")[{head}];
+            thumb.dispatchEvent(new MouseEvent("click", {{bubbles: true}}));
+            {NEXT_FRAME}
+        }}"""
+        for head in _cycle(run.num_heads, switches)
+    ]
+    view.switch_what = "head click (one layer per page)"
+    bundle = len(rendered.local_src) - len(rendered.cdn_src)
+    view.notes.append(f"one layer per page ({run.num_layers} for all layers)")
+    view.notes.append(f"page inlines its ≈{bundle / 1e6:.1f} MB JS bundle")
+    return view
+
+
+# attnscope: imported lazily, so the peers' columns run before the product exists.
+def attnscope_capture(run: Run, layers: list[int] | None = None) -> tuple[Any, float]:
+    """``attnscope.capture`` on the run's text; returns (trace, seconds)."""
+    import attnscope
+
+    kwargs: dict[str, Any] = {"tokenizer": run.tokenizer}
+    if layers is not None:
+        kwargs["layers"] = layers
+    return timed(attnscope.capture, run.model, run.text, **kwargs)
+
+
+def widget_first_view_bytes(trace: Any, keys: list[str]) -> int:
+    """Bytes the widget sends for ``keys`` (docs/protocol.md messages), without a kernel."""
+    import attnscope
+
+    widget = attnscope.AttentionWidget(trace)
+    sent: list[int] = []
+
+    def send(content: Any, buffers: Any = None) -> None:
+        sent.append(len(repr(content)) + sum(memoryview(b).nbytes for b in buffers or []))
+
+    widget.send = send
+    widget._handle_custom_msg({"type": "request", "keys": keys}, [])
+    if not sent:
+        raise RuntimeError(f"the widget answered nothing to a request for {keys}")
+    return sum(sent)
+
+
+def attnscope_head(run: Run, switches: int, folder: Path, layers: list[int] | None = None) -> View:
+    """attnscope's exported head view page, plus the widget's bytes for a first view."""
+    view = View("attnscope (save_html page)", run)
+    try:
+        import attnscope
+
+        trace, capture_s = attnscope_capture(run, layers)
+        path = folder / f"attnscope-{run.model_name}-{run.num_tokens}.html"
+        _, save_s = timed(attnscope.save_html, trace, path)
+        view.html = path.read_bytes()
+        view.extra["widget chunks, head view"] = widget_first_view_bytes(trace, ["top:self:0"])
+        view.extra["widget chunks, model view"] = widget_first_view_bytes(trace, ["thumbs:self"])
+    except (ImportError, AttributeError, TypeError, NotImplementedError) as error:
+        view.status = f"not available yet: {type(error).__name__}: {error}"
+        return view
+    shown = run.num_layers if layers is None else len(layers)
+    view.values = shown * run.num_heads * run.num_tokens**2
+    # Capture runs the model once; what it adds on top of the forward pass is its cost.
+    view.python_s = max(capture_s - run.forward_s, 0.0) + save_s
+    view.notes.append(f"capture {capture_s:.2f} s incl. forward, save_html {save_s:.2f} s")
+    view.drawn_js = f"""() => {{
+        const el = document.querySelector({ATTNSCOPE_HEAD!r});
+        return !!el && el.dataset.ready === "true" && Number(el.dataset.draws) >= 1
+            && performance.now();
+    }}"""
+    # The layer <select> fires the same store update a user's choice does; a switch is
+    # done when the head view has drawn again with the new layer's data in.
+    view.switch_js = [
+        f"""async () => {{
+            const el = document.querySelector({ATTNSCOPE_HEAD!r});
+            const before = Number(el.dataset.draws);
+            const select = document.querySelector('[data-testid="layer-select"]');
+            select.value = "{layer}";
+            select.dispatchEvent(new Event("change", {{bubbles: true}}));
+            while (Number(el.dataset.draws) <= before || el.dataset.ready !== "true") {{
+                {NEXT_FRAME}
+            }}
+        }}"""
+        for layer in _cycle(shown, switches)
+    ]
+    view.switch_what = "layer (select)"
+    return view
