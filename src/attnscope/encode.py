@@ -200,8 +200,9 @@ def thumbnails(attention: F32Array, rows: int, cols: int) -> U8Array:
         )
     row_edges = np.arange(rows) * q_len // rows
     col_edges = np.arange(cols) * k_len // cols
-    pooled = np.maximum.reduceat(attention, row_edges, axis=2)
-    pooled = np.maximum.reduceat(pooled, col_edges, axis=3)
+    # Columns first: reducing along the contiguous axis is several times faster.
+    pooled = np.maximum.reduceat(attention, col_edges, axis=3)
+    pooled = np.maximum.reduceat(pooled, row_edges, axis=2)
     peak = pooled.max(axis=(2, 3), keepdims=True)
     scale = np.divide(255.0, peak, out=np.zeros_like(peak), where=peak > 0)
     thumbs: U8Array = np.rint(pooled * scale).astype(np.uint8)

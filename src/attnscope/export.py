@@ -90,7 +90,7 @@ def pack_chunk(arrays: list[NamedArray]) -> dict[str, Any]:
     for _, array in arrays:
         raw += b"\0" * (-len(raw) % ALIGN)
         raw += little_endian_bytes(array)
-    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
     compressed = deflate.compress(bytes(raw)) + deflate.flush()
     return {
         "arrays": [
@@ -119,20 +119,23 @@ def _js_for_script(code: str) -> str:
 def embed_chunks(
     trace: AttentionTrace, state: Mapping[str, Any], max_bytes: int
 ) -> tuple[dict[str, Any], list[str]]:
-    """Pack every chunk of ``trace`` that fits in ``max_bytes``, most needed first.
+    """Pack the chunks of ``trace`` in order of need until ``max_bytes`` is reached.
 
-    Returns the packed chunks by key and notes naming what was left out.
+    The page holds a prefix of :func:`~attnscope.chunks.all_keys` (thumbnails,
+    then the current layer, then layers outward from it): the first chunk that
+    does not fit ends it, so nothing past it is encoded. Returns the packed
+    chunks by key and notes naming what was left out.
     """
     keys = all_keys(trace, stream=str(state["stream"]), layer=int(state["layer"]))
     packed: dict[str, Any] = {}
     left_out: list[str] = []
     used = 0
-    for key in keys:
+    for i, key in enumerate(keys):
         chunk = pack_chunk(encode_chunk(trace, parse_key(key, trace)))
         size = len(chunk["data"]) + 200
         if used + size > max_bytes:
-            left_out.append(key)
-            continue
+            left_out = keys[i:]
+            break
         packed[key] = chunk
         used += size
     notes = []
