@@ -89,6 +89,17 @@ def test_model_view_with_bertviz_arguments(minilm_pair: dict[str, Any]) -> None:
     assert (w.theme, w.heads) == ("light", [0, 11])
 
 
+def test_bertviz_readme_recipe_outputs_minus_one_is_explained(minilm_path: Path) -> None:
+    from transformers import AutoModel, AutoTokenizer
+
+    model = AutoModel.from_pretrained(minilm_path, attn_implementation="eager").eval()
+    inputs = AutoTokenizer.from_pretrained(minilm_path)("The cat sat", return_tensors="pt")
+    outputs = model(**inputs, output_attentions=True)
+    assert outputs[-1] == ()  # cross_attentions: what bertviz's README passes on
+    with pytest.raises(ValueError, match=r"outputs\.attentions"):
+        head_view(outputs[-1], ["[CLS]", "the", "cat", "sat", "[SEP]"])
+
+
 def test_html_action_return_gives_a_self_contained_page(minilm_pair: dict[str, Any]) -> None:
     html = head_view(minilm_pair["attention"], minilm_pair["tokens"], html_action="return")
     assert html.data.startswith("<!doctype html>")
@@ -149,5 +160,7 @@ def test_bad_combinations_are_explained(t5_outputs: dict[str, Any]) -> None:
             cross_attention=t5_outputs["cross_attention"],
             encoder_tokens=t5_outputs["encoder_tokens"],
         )
-    with pytest.raises(ValueError, match="eager"):
-        head_view((), ["a"])  # what an sdpa model returns for output_attentions=True
+    # What an sdpa model returns for output_attentions=True, and what bertviz's
+    # `outputs[-1]` picks from a BERT in transformers 5 (its empty cross_attentions).
+    with pytest.raises(ValueError, match=r"outputs\.attentions.*attn_implementation='eager'"):
+        head_view((), ["a"])

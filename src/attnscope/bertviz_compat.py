@@ -38,6 +38,13 @@ TRACE_ARGS = (
     "include_layers",
 )
 """The arguments both views pass on to :func:`bertviz_trace`."""
+EMPTY_ATTENTION = (
+    "attention is an empty tuple. Two usual causes: bertviz's `outputs[-1]` now picks "
+    "`cross_attentions`, which is empty for encoder-only models in transformers 5 (use "
+    "`outputs.attentions`); or the model runs with 'sdpa', which returns () for "
+    "output_attentions=True (load it with attn_implementation='eager', or use "
+    "attnscope.show_head_view(model, text), which captures attention itself)."
+)
 HEAD_VIEW_ARGS = (*TRACE_ARGS, "layer", "heads", "html_action")
 MODEL_VIEW_ARGS = (*TRACE_ARGS, "display_mode", "include_heads", "html_action")
 
@@ -177,6 +184,8 @@ def bertviz_trace(
             )
         if tokens is None:
             raise ValueError("attention= needs tokens=: one token string per position.")
+        if isinstance(attention, tuple | list) and len(attention) == 0:
+            raise ValueError(EMPTY_ATTENTION)
         trace = AttentionTrace.from_tensors(
             attention, tokens, sentence_b_start=sentence_b_start, prettify_tokens=prettify_tokens
         )
