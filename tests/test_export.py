@@ -158,6 +158,9 @@ def test_minilm_pair_page(tmp_path: Path, minilm: tuple[Any, Any]) -> None:
     assert external_urls(page) == set()
     # bertviz's head view page for the same model and length is 13.2 MB.
     assert path.stat().st_size < 13_200_000 / 2
+    # Full resolution costs less than one byte per attention value, base64 included.
+    full = sum(len(c["data"]) for k, c in chunks.items() if k.startswith("attn:"))
+    assert full < trace.attention.size
 
 
 def test_demo_writes_the_minilm_page(tmp_path: Path) -> None:
