@@ -9,7 +9,7 @@ export interface Side {
 }
 
 function side(meta: Meta, name: string, n: number): Side {
-  const s: SideMeta | null | undefined = meta.sides[name];
+  const s: SideMeta | null | undefined = meta.sides?.[name];
   const labels = Array.from({ length: n }, (_, i) => s?.labels[i] ?? String(i));
   return {
     labels,

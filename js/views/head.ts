@@ -64,6 +64,9 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   let sideQ: Side = querySide(meta, stream());
   let sideK: Side = keySide(meta, stream());
 
+  /** Keys per query in the loaded chunk (its shape is the truth; _meta only announces it). */
+  const topK = (): number => (chunk && !chunk.error ? arr(chunk, "index").shape[2] ?? stream().top_k : stream().top_k);
+
   function geometry(): { width: number; vh: number; rows: number; first: number; last: number; x0: number; x1: number } {
     const s = stream();
     const rows = Math.max(s.q_len, s.k_len);
@@ -122,7 +125,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     const f = hover?.side === "query" ? hover.i : hover ? -1 : s.query ?? -1;
     if (f < 0 || f >= sm.q_len || !chunk || chunk.error) return false;
     const index = arr(chunk, "index").data, weight = arr(chunk, "weight").data, rowmax = arr(chunk, "rowmax").data;
-    const Q = sm.q_len, T = sm.top_k;
+    const Q = sm.q_len, T = topK();
     for (const hd of s.heads) {
       if (hd >= sm.num_heads) continue;
       const rm = rowmax[hd * Q + f] as number, base = (hd * Q + f) * T;
@@ -174,7 +177,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     const index = arr(chunk, "index").data;
     const weight = arr(chunk, "weight").data;
     const rowmax = arr(chunk, "rowmax").data;
-    const H = sm.num_heads, Q = sm.q_len, T = sm.top_k;
+    const H = sm.num_heads, Q = sm.q_len, T = topK();
     const heads = s.heads.filter((x) => x >= 0 && x < H);
     const focusQ = hover?.side === "query" ? hover.i : hover?.side === "key" ? -1 : s.query ?? -1;
     const focusK = hover?.side === "key" ? hover.i : -1;

@@ -71,10 +71,16 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   let hoverTimer: ReturnType<typeof setTimeout> | null = null;
 
   const stream = () => streamOf(meta, store.get().stream);
+  /** Thumbnail rows and columns from the chunk's shape (falls back to _meta). */
+  const thumbShape = (): [number, number] => {
+    const sm = stream();
+    const shape = thumbs && !thumbs.error ? arr(thumbs, "thumbs").shape : [];
+    return [shape[2] ?? sm.thumb_rows, shape[3] ?? sm.thumb_cols];
+  };
 
   function paintGrid(c: CanvasRenderingContext2D): void {
     const sm = stream();
-    const Lc = sm.layers.length, H = sm.num_heads, R = sm.thumb_rows, C = sm.thumb_cols;
+    const Lc = sm.layers.length, H = sm.num_heads, [R, C] = thumbShape();
     c.fillStyle = hex(theme.bg);
     c.fillRect(0, 0, geo.width, geo.height);
     if (thumbs && !thumbs.error) {
@@ -156,7 +162,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
       poolInto(arr(full, "weight").data, sm.q_len, sm.k_len, scale, img.data, PREVIEW, 0, 0, PREVIEW, PREVIEW, lut);
       preview.dataset.source = "attn";
     } else if (thumbs && !thumbs.error) {
-      const R = sm.thumb_rows, C = sm.thumb_cols;
+      const [R, C] = thumbShape();
       const t = arr(thumbs, "thumbs").data;
       const off = (cell.l * sm.num_heads + cell.h) * R * C;
       poolInto(t.subarray(off, off + R * C), R, C, null, img.data, PREVIEW, 0, 0, PREVIEW, PREVIEW, lut);
@@ -217,7 +223,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
           const c = sizeCanvas(cellCanvas, geo.cell, geo.cell, 1);
           if (!c || !thumbs || thumbs.error) continue;
           const img = c.createImageData(geo.cell, geo.cell);
-          const R = sm.thumb_rows, C = sm.thumb_cols, off = (l * sm.num_heads + hd) * R * C;
+          const [R, C] = thumbShape(), off = (l * sm.num_heads + hd) * R * C;
           poolInto(arr(thumbs, "thumbs").data.subarray(off, off + R * C), R, C, null, img.data, geo.cell, 0, 0, geo.cell, geo.cell, lut);
           c.putImageData(img, 0, 0);
           parts.push(`<image x="${x}" y="${y}" width="${geo.cell}" height="${geo.cell}" href="${xmlEscape(cellCanvas.toDataURL("image/png"))}"><title>layer ${sm.layers[l] ?? l} head ${hd}</title></image>`);

@@ -76,6 +76,16 @@ describe("head view", () => {
     await until(() => row.classList.contains("is-selected"));
   });
 
+  it("top-k chunks: a focused query draws at most heads × top_k lines, strongest first", async () => {
+    const { view, f } = await setup({ tokens: 12, topK: 2 });
+    const row = view.querySelector<HTMLElement>('[data-side="query"] [data-i="5"]')!;
+    const n0 = Number(view.dataset.draws);
+    row.dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
+    await until(() => Number(view.dataset.draws) > n0);
+    expect(Number(view.dataset.lines)).toBeLessThanOrEqual(f.H * 2);
+    expect(Number(view.dataset.lines)).toBeGreaterThanOrEqual(f.H);
+  });
+
   it("pair filter keeps only lines from A to B", async () => {
     const { ctx, view } = await setup({ segments: true });
     const all = Number(view.dataset.lines);

@@ -8,6 +8,8 @@ export interface FixtureOptions {
   kvHeads?: number; bias?: boolean;
   /** Add a `cross` stream: this many target-side queries over the source keys. */
   target?: number;
+  /** Keys per query in top chunks (default: all). */
+  topK?: number;
 }
 
 export interface WireArray { name: string; dtype: "u8" | "u16" | "u32" | "f32"; shape: number[]; bytes: Uint8Array }
@@ -76,7 +78,7 @@ export function makeFixture(o: FixtureOptions = {}): Fixture {
     layers: Array.from({ length: L }, (_, i) => i), num_heads: H, num_kv_heads: KV,
     q_len: sd.Q, k_len: sd.K, head_dim: o.dim === null ? null : D,
     has_bias: !!o.bias, has_mask: false, has_softcap: false, has_sinks: false,
-    thumb_rows: sd.Q, thumb_cols: sd.K, top_k: sd.K,
+    thumb_rows: sd.Q, thumb_cols: sd.K, top_k: Math.min(o.topK ?? sd.K, sd.K),
   });
   const meta: Meta = {
     protocol: 1,
@@ -108,17 +110,18 @@ export function makeFixture(o: FixtureOptions = {}): Fixture {
     }
     if (!(l >= 0 && l < L)) return { key, error: `no layer ${p[2]}` };
     if (p[0] === "top") {
-      const index = new Uint16Array(H * Q * K), weight = new Uint8Array(H * Q * K), rowmax = new Float32Array(H * Q);
+      const TK = Math.min(o.topK ?? K, K);
+      const index = new Uint16Array(H * Q * TK), weight = new Uint8Array(H * Q * TK), rowmax = new Float32Array(H * Q);
       for (let hi = 0; hi < H; hi++) for (let i = 0; i < Q; i++) {
         const row = Array.from(att[l]![hi]!.subarray(i * K, (i + 1) * K));
-        const order = row.map((_, j) => j).sort((a, b) => (row[b] as number) - (row[a] as number));
+        const order = row.map((_, j) => j).sort((a, b) => (row[b] as number) - (row[a] as number)).slice(0, TK);
         const rm = row[order[0] as number] as number;
         rowmax[hi * Q + i] = rm;
-        order.forEach((j, t) => { index[(hi * Q + i) * K + t] = j; weight[(hi * Q + i) * K + t] = Math.round((255 * (row[j] as number)) / rm); });
+        order.forEach((j, t) => { index[(hi * Q + i) * TK + t] = j; weight[(hi * Q + i) * TK + t] = Math.round((255 * (row[j] as number)) / rm); });
       }
       return { key, arrays: [
-        { name: "index", dtype: "u16", shape: [H, Q, K], bytes: bytesOf(index) },
-        { name: "weight", dtype: "u8", shape: [H, Q, K], bytes: weight },
+        { name: "index", dtype: "u16", shape: [H, Q, TK], bytes: bytesOf(index) },
+        { name: "weight", dtype: "u8", shape: [H, Q, TK], bytes: weight },
         { name: "rowmax", dtype: "f32", shape: [H, Q], bytes: bytesOf(rowmax) },
       ] };
     }
