@@ -81,3 +81,9 @@ def test_seq2seq_without_head_needs_target() -> None:
     )
     with pytest.raises(ValueError, match="pass target="):
         attnscope.capture(T5Model(config).eval(), TEXT, tokenizer=tokenizer)
+
+
+def test_target_needs_an_encoder_decoder(minilm: tuple[Any, Any]) -> None:
+    model, tokenizer = minilm
+    with pytest.raises(ValueError, match="target= is the decoder text"):
+        attnscope.capture(model, TEXT, tokenizer=tokenizer, target="x")

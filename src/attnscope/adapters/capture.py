@@ -88,16 +88,17 @@ def _run_route(
 
 def _encode(
     model: Any, text: Any, tokenizer: Any, text_pair: str | None, max_tokens: int | None
-) -> Encoded:
+) -> tuple[Encoded, Any]:
+    """The encoded input and the tokenizer used (None for images)."""
     if is_vision_model(model):
-        return encode_image(model, text)
+        return encode_image(model, text), None
     check_text(text)
     if text_pair is not None:
         check_text(text_pair, "text_pair")
     tokenizer = load_tokenizer(model) if tokenizer is None else tokenizer
     encoded = encode_text(tokenizer, text, text_pair=text_pair, max_tokens=max_tokens)
     check_length(encoded.length, position_limit(model.config))
-    return encoded
+    return encoded, tokenizer
 
 
 def _metadata(model: Any, route: str, streams: Sequence[AttentionStream]) -> dict[str, Any]:
@@ -171,7 +172,12 @@ def capture(
     check_has_attention(model)
     chosen = check_layers(layers, layer_count(model.config))
     check_max_tokens(max_tokens)
-    source = _encode(model, text, tokenizer, text_pair, max_tokens)
+    if target is not None and not model.config.is_encoder_decoder:
+        raise ValueError(
+            f"target= is the decoder text of an encoder–decoder model (T5, BART); "
+            f"{type(model).__name__} has no decoder input. Put all the text in text."
+        )
+    source, tokenizer = _encode(model, text, tokenizer, text_pair, max_tokens)
     route = _route(model)
     notes: list[str] = []
     if source.untruncated > source.length:
@@ -182,8 +188,7 @@ def capture(
     with preserved(model), torch.inference_mode():
         model.eval()
         if model.config.is_encoder_decoder:
-            tok = tokenizer if tokenizer is not None else load_tokenizer(model)
-            target_enc = encode_target(model, tok, source, target)
+            target_enc = encode_target(model, tokenizer, source, target)
             if target is None:
                 notes.append("target generated greedily by the model.")
         inputs = {**source.inputs, **(target_enc.inputs if target_enc else {})}
