@@ -117,22 +117,24 @@ def new_watched_page(
 def wait_for_widget(
     scope: Any, *, root: str = DEFAULT_VIEW, draws: int = 1, timeout_ms: float = 30_000
 ) -> Any:
-    """Wait until a widget under ``scope`` (page or frame) says it is ready and has drawn.
+    """Wait until a view under ``scope`` (page, frame or locator) is ready and has drawn.
 
     Each view element of the front end (``.attnscope-view``; the head view is
     ``[data-testid="head-view"]``) says ``data-ready="true"`` once its data
     arrived and ``data-draws="<n>"`` counting finished draws; tests wait on
     those instead of on time. Returns the element's locator.
     """
-    scope.wait_for_function(
-        """([root, draws]) => {
-            const el = document.querySelector(root);
-            return !!el && el.dataset.ready === "true" && Number(el.dataset.draws || 0) >= draws;
-        }""",
-        arg=[root, draws],
+    view = scope.locator(root).first
+    view.wait_for(state="attached", timeout=timeout_ms)
+    # A locator waits through its page; a page or frame waits by itself.
+    owner = scope.page if hasattr(scope, "element_handle") else scope
+    owner.wait_for_function(
+        """([el, draws]) =>
+            el.dataset.ready === "true" && Number(el.dataset.draws || 0) >= draws""",
+        arg=[view.element_handle(timeout=timeout_ms), draws],
         timeout=timeout_ms,
     )
-    return scope.locator(root).first
+    return view
 
 
 def draw_count(scope: Any, root: str = DEFAULT_VIEW) -> int:
