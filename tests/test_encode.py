@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from attnscope import AttentionStream, AttentionTrace, Tokens
-from attnscope.chunks import all_keys, encode_chunk, parse_key, reply_messages
+from attnscope.chunks import ChunkCache, all_keys, encode_chunk, parse_key, reply_messages
 from attnscope.encode import (
     build_meta,
     qk_arrays,
@@ -281,3 +281,21 @@ def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_chunk_cache_reuses_and_stays_bounded() -> None:
+    trace = AttentionTrace(
+        [str(i) for i in range(40)], softmax_rows(np.random.default_rng(10), (2, 3, 40, 40))
+    )
+    per_head = 40 * 40 + 40 * 4
+    cache = ChunkCache(max_bytes=2 * per_head)
+    first = cache.encode(trace, parse_key("attn:self:0:0", trace))
+    assert cache.encode(trace, parse_key("attn:self:0:0", trace)) is first
+    for head in range(3):
+        cache.encode(trace, parse_key(f"attn:self:1:{head}", trace))
+    assert cache.nbytes == 2 * per_head
+    assert cache.encode(trace, parse_key("attn:self:0:0", trace)) is not first
+    replies = list(reply_messages(trace, ["attn:self:1:2", "attn:self:1:2"], cache=cache))
+    ((content, buffers),) = replies
+    assert buffers[0] == buffers[2]
+    assert [c["key"] for c in content["chunks"]] == ["attn:self:1:2"] * 2

@@ -9,6 +9,7 @@ messages of at most about 64 MiB each.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -139,6 +140,43 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
     return qk_arrays(stream, key.layer, key.head)
 
 
+class ChunkCache:
+    """Encoded chunks by key; the least recently used go once ``max_bytes`` is passed.
+
+    A widget keeps one so that a second view of it, or a re-rendered one, does
+    not encode the same chunks again.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> t = AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32))
+    >>> cache = ChunkCache(max_bytes=1024)
+    >>> first = cache.encode(t, parse_key("thumbs:self", t))
+    >>> cache.encode(t, parse_key("thumbs:self", t)) is first, cache.nbytes
+    (True, 1)
+    """
+
+    def __init__(self, max_bytes: int = 256 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        self.nbytes = 0
+        self._items: OrderedDict[str, list[NamedArray]] = OrderedDict()
+
+    def encode(self, trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
+        """Return the chunk's arrays, from the cache when it holds them."""
+        arrays = self._items.get(key.key)
+        if arrays is not None:
+            self._items.move_to_end(key.key)
+            return arrays
+        arrays = encode_chunk(trace, key)
+        self._items[key.key] = arrays
+        self.nbytes += sum(a.nbytes for _, a in arrays)
+        while self.nbytes > self.max_bytes and len(self._items) > 1:
+            _, dropped = self._items.popitem(last=False)
+            self.nbytes -= sum(a.nbytes for _, a in dropped)
+        return arrays
+
+
 def all_keys(trace: AttentionTrace, *, stream: str | None = None, layer: int = 0) -> list[str]:
     """Every chunk key of ``trace``, most needed first.
 
@@ -183,13 +221,18 @@ def little_endian_bytes(array: np.ndarray[Any, Any]) -> bytes:
 
 
 def reply_messages(
-    trace: AttentionTrace, keys: object, *, max_bytes: int = MESSAGE_BYTES
+    trace: AttentionTrace,
+    keys: object,
+    *,
+    max_bytes: int = MESSAGE_BYTES,
+    cache: ChunkCache | None = None,
 ) -> Iterator[tuple[dict[str, Any], list[bytes]]]:
     """Answer a request for ``keys`` with ``(content, buffers)`` messages.
 
     Chunks go in the order asked, batched so no message carries more than
     ``max_bytes`` of buffers (a single larger chunk goes in a message of its
     own). A key that cannot be served is answered with ``{"key", "error"}``.
+    Chunks come from ``cache`` when one is given.
 
     Examples
     --------
@@ -206,7 +249,8 @@ def reply_messages(
     size = 0
     for raw in keys:
         try:
-            arrays = encode_chunk(trace, parse_key(raw, trace))
+            key = parse_key(raw, trace)
+            arrays = cache.encode(trace, key) if cache else encode_chunk(trace, key)
         except ValueError as err:
             chunks.append({"key": str(raw), "error": str(err)})
             continue

@@ -14,7 +14,7 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from attnscope.chunks import MESSAGE_BYTES, reply_messages
+from attnscope.chunks import MESSAGE_BYTES, ChunkCache, reply_messages
 from attnscope.encode import build_meta
 from attnscope.export import DEFAULT_MAX_BYTES, default_state, static_file
 from attnscope.trace import AttentionStream, AttentionTrace
@@ -111,6 +111,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 f"{list(OPTIONS)}."
             )
         self._trace = trace
+        self._cache = ChunkCache()
         state = default_state(trace)
         state.update({k: v for k, v in options.items() if v is not None or k in ("query", "key")})
         if state["stream"] not in trace.streams:
@@ -249,7 +250,8 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         """
         if not isinstance(content, dict) or content.get("type") != "request":
             return []
-        return list(reply_messages(self._trace, content.get("keys", []), max_bytes=max_bytes))
+        keys = content.get("keys", [])
+        return list(reply_messages(self._trace, keys, max_bytes=max_bytes, cache=self._cache))
 
     def save_html(self, path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Path:
         """Write this widget, as it is now, to one self-contained offline HTML file.
