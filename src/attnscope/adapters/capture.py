@@ -170,7 +170,10 @@ def capture(
     """
     model = load_model(model)
     check_has_attention(model)
-    chosen = check_layers(layers, layer_count(model.config))
+    count = layer_count(model.config)
+    chosen = check_layers(layers, count)
+    if chosen == list(range(count)):
+        chosen = None  # all of them: no probe pass needed
     check_max_tokens(max_tokens)
     if target is not None and not model.config.is_encoder_decoder:
         raise ValueError(

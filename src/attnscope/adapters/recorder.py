@@ -127,7 +127,7 @@ class Recorder:
         self.keep = keep
         self.fallback = fallback
         self.calls: list[AttentionCall] = []
-        self._causal: dict[int, bool] = {}
+        self._causal: dict[tuple[int, tuple[int, ...]], bool] = {}
 
     def _for_sdpa(self, mask: torch.Tensor | None) -> tuple[torch.Tensor | None, bool]:
         """The mask and ``is_causal`` flag for sdpa, as eager would apply ``mask``.
@@ -138,7 +138,7 @@ class Recorder:
         """
         if mask is None:
             return None, False
-        key = mask.data_ptr()
+        key = (mask.data_ptr(), tuple(mask.shape))
         if key not in self._causal:  # layers share one mask tensor: check it once
             self._causal[key] = _is_plain_causal(mask)
         return (None, True) if self._causal[key] else (mask, False)
@@ -160,7 +160,9 @@ class Recorder:
             special = kwargs.get("softcap") is not None or kwargs.get("s_aux") is not None
             if self.fallback is not None and not special and not args:
                 mask, causal = self._for_sdpa(attention_mask)
-                out, _ = self.fallback(module, query, key, value, mask, is_causal=causal, **kwargs)
+                # eager ignores is_causal (the mask says it all), so ours replaces the model's
+                rest = {k: v for k, v in kwargs.items() if k != "is_causal"}
+                out, _ = self.fallback(module, query, key, value, mask, is_causal=causal, **rest)
                 return out, None
             out, _ = eager_forward_for(module)(
                 module, query, key, value, attention_mask, *args, **kwargs

@@ -8,10 +8,10 @@ import numpy as np
 import torch
 
 from attnscope.adapters.recorder import AttentionCall
-from attnscope.trace import AttentionStream, Side
+from attnscope.trace import AttentionStream, BoolArray, FloatArray, Side
 
 
-def _numpy(tensor: torch.Tensor) -> np.ndarray:  # type: ignore[type-arg]
+def _numpy(tensor: torch.Tensor) -> FloatArray:
     return tensor.detach().to(torch.float32).cpu().numpy()
 
 
@@ -36,7 +36,7 @@ def _stack_terms(
     full = [
         torch.full(shape, fill, dtype=dtype)
         if t is None
-        else torch.broadcast_to(t.to(dtype), shape)
+        else torch.broadcast_to(t.to(device="cpu", dtype=dtype), shape)
         for t in terms
     ]
     if all(f is full[0] or torch.equal(f, full[0]) for f in full[1:]):
@@ -44,7 +44,7 @@ def _stack_terms(
     return torch.stack(full)
 
 
-def _check_rows(attention: np.ndarray, mask: np.ndarray | None, sinks: bool, name: str) -> None:  # type: ignore[type-arg]
+def _check_rows(attention: FloatArray, mask: BoolArray | None, sinks: bool, name: str) -> None:
     sums = attention.sum(-1)
     bad = sums > 1 + 1e-3 if sinks else np.abs(sums - 1) > 1e-3
     if mask is not None:  # a query that sees no key at all has no distribution
