@@ -60,6 +60,17 @@ FAMILIES: dict[str, tuple[dict[str, Any], str]] = {
         "unigram",
     ),
     "phi3": (GQA, "bpe"),
+    "gpt_oss": (
+        {
+            **GQA,
+            "head_dim": 8,
+            "intermediate_size": 32,
+            "num_local_experts": 2,
+            "num_experts_per_tok": 1,
+            "sliding_window": 4,
+        },
+        "bpe",
+    ),
     "t5": ({"d_model": 32, "d_kv": 8, "d_ff": 64, "num_layers": 2, "num_heads": 4}, "unigram"),
     "bart": (
         {
