@@ -142,8 +142,11 @@ def test_layers_subset(family: str, wordpiece: Any) -> None:
         assert trace.check() <= 1e-5
 
 
-def test_generated_target(wordpiece: Any) -> None:
-    model, tokenizer = _case("t5", wordpiece)
+@pytest.mark.parametrize("family", ["t5", "bart"])
+def test_generated_target(family: str, wordpiece: Any) -> None:
+    # BART with the WordPiece tokenizer: its token_type_ids must not reach generate()
+    tokenizer = wordpiece if family == "bart" else _case(family, wordpiece)[1]
+    model = tiny_model(family, len(tokenizer))
     trace = attnscope.capture(model, TEXT, tokenizer=tokenizer)
     assert trace.target is not None
     assert 1 < len(trace.target) <= 21

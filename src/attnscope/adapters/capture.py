@@ -63,9 +63,16 @@ def _route(model: Any) -> str:
 
 
 def _forward_inputs(model: Any, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Only the inputs the model's forward names (DistilBERT takes no token_type_ids)."""
+    """The inputs the model's forward names (DistilBERT takes no token_type_ids), on its device.
+
+    Pixel values take the model's dtype too (a half-precision ViT wants half pixels).
+    """
     accepted = inspect.signature(model.forward).parameters
-    return {k: v for k, v in inputs.items() if k in accepted}
+    return {
+        k: v.to(model.device, model.dtype) if v.is_floating_point() else v.to(model.device)
+        for k, v in inputs.items()
+        if k in accepted
+    }
 
 
 def _run_route(

@@ -69,9 +69,12 @@ def encode_target(model: Any, tokenizer: Any, source: Encoded, target: str | Non
         )
         ids = torch.cat([torch.tensor([[start]]), encoded.inputs["input_ids"]], dim=1)
     else:
+        # generate() rejects inputs the model does not name, such as token_type_ids
+        wanted = ("input_ids", "attention_mask")
+        inputs = {k: v.to(model.device) for k, v in source.inputs.items() if k in wanted}
         ids = model.generate(
-            **source.inputs, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1
-        )
+            **inputs, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1
+        ).cpu()
         tokens = _tokens_for_ids(tokenizer, [int(i) for i in ids[0]])
     keep = list(range(ids.shape[1]))
     return Encoded({"decoder_input_ids": ids}, tokens, keep, len(keep), len(keep))
