@@ -30,8 +30,10 @@ export interface NeuronRows {
   maxProd: number;
   /** Largest weight in the row: the bars are scaled to it. */
   maxWeight: number;
-  /** max |softmax(score) − recorded weight| over the row: how well q·k explains the weights. */
+  /** max |softmax(score) − recorded weight| over the row (NaN until the recorded weights load). */
   recomputeError: number;
+  /** The largest difference one-byte rounding of the recorded weights can explain. */
+  recordedTolerance: number;
 }
 
 /** softmax over the unmasked scores (a sink adds exp(sink) to the denominator only). */
@@ -54,8 +56,12 @@ const scalar = (c: Chunk, name: string): number | null => {
   return a && a.data.length ? (a.data[0] as number) : null;
 };
 
-export function neuronRows(chunk: Chunk, query: number): NeuronRows {
-  const qA: NDArray = arr(chunk, "q"), kA = arr(chunk, "k"), att = arr(chunk, "attention");
+/**
+ * The neuron view's numbers for one query row. `recorded` is the `attn:` chunk of the
+ * same head (one byte per weight): when given, softmax(score) is checked against it.
+ */
+export function neuronRows(chunk: Chunk, query: number, recorded?: Chunk | null): NeuronRows {
+  const qA: NDArray = arr(chunk, "q"), kA = arr(chunk, "k");
   const D = qA.shape[1] as number, K = kA.shape[0] as number;
   const q = (qA.data as Float32Array).subarray(query * D, (query + 1) * D);
   const k = kA.data as Float32Array;
@@ -83,13 +89,22 @@ export function neuronRows(chunk: Chunk, query: number): NeuronRows {
     if (softcap) sc = softcap * Math.tanh(sc / softcap);
     score[j] = sc;
     masked[j] = maskA ? (maskA.data[query * K + j] as number) : 0;
-    weight[j] = att.data[query * K + j] as number;
   }
+  weight.set(softmaxRow(score, masked, sink));
   const maxWeight = weight.reduce((a, b) => Math.max(a, b), 0);
-  const again = softmaxRow(score, masked, sink);
-  let recomputeError = 0;
-  for (let j = 0; j < K; j++) recomputeError = Math.max(recomputeError, Math.abs((again[j] as number) - (weight[j] as number)));
-  return { D, K, q, qk, score, weight, masked, bias, scaling, softcap, sink, kvHead: scalar(chunk, "kv_head") ?? -1, maxQK, maxProd, maxWeight, recomputeError };
+  // The recorded weights travel at one byte each (w ≈ byte/255 · rowmax), so they
+  // can confirm the explanation to within rowmax/510, not to float precision.
+  let recomputeError = NaN, recordedTolerance = NaN;
+  if (recorded && !recorded.error && recorded.arrays.weight && recorded.arrays.rowmax) {
+    const bytes = recorded.arrays.weight.data, rowmax = recorded.arrays.rowmax.data[query] as number;
+    recomputeError = 0;
+    for (let j = 0; j < K; j++) {
+      const w = ((bytes[query * K + j] as number) / 255) * rowmax;
+      recomputeError = Math.max(recomputeError, Math.abs(w - (weight[j] as number)));
+    }
+    recordedTolerance = rowmax / 510 + 1e-6;
+  }
+  return { D, K, q, qk, score, weight, masked, bias, scaling, softcap, sink, kvHead: scalar(chunk, "kv_head") ?? -1, maxQK, maxProd, maxWeight, recomputeError, recordedTolerance };
 }
 
 /** Bar length as a fraction of the row's largest weight. */
@@ -172,10 +187,12 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
   }
 
   function computeRows(): void {
-    const key = `${chunkKey}|${queryIdx()}|${sortSel.value}`;
+    const recordedKey = chunkKey.replace(/^qk:/, "attn:");
+    const key = `${chunkKey}|${queryIdx()}|${sortSel.value}|${data.peek(recordedKey) ? 1 : 0}`;
     if (key === rowsFor || !chunk || chunk.error) return;
     rowsFor = key;
-    rows = neuronRows(chunk, queryIdx());
+    const recorded = data.peek(chunkKey.replace(/^qk:/, "attn:"));
+    rows = neuronRows(chunk, queryIdx(), recorded);
     const r = rows;
     order = Uint32Array.from({ length: r.K }, (_, i) => i);
     if (sortSel.value === "weight") order.sort((a, b) => (r.weight[b] as number) - (r.weight[a] as number) || a - b);
@@ -230,8 +247,9 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
       `score = q·k × ${fmt(r.scaling)}${r.bias ? " + bias" : ""}${r.softcap ? `, softcap ${fmt(r.softcap)}·tanh(·/${fmt(r.softcap)})` : ""}`,
       `weight = softmax(score)${r.sink != null ? ` with sink ${fmt(r.sink)}` : ""}`,
       // Honest about the explanation: how far softmax(score) is from the weights the model returned.
-      r.recomputeError < 1e-4 ? `recomputed: max |Δ| ${r.recomputeError.toExponential(1)}`
-        : `⚠ softmax(score) differs from the recorded weights by up to ${fmt(r.recomputeError, 2)}`,
+      Number.isNaN(r.recomputeError) ? "checking against the recorded weights…"
+        : r.recomputeError <= r.recordedTolerance ? `matches the recorded weights (max |Δ| ${r.recomputeError.toExponential(1)}, 8-bit)`
+          : `⚠ softmax(score) differs from the recorded weights by up to ${fmt(r.recomputeError, 2)}`,
     ];
     info.textContent = parts.join(" · ");
     info.dataset.recomputeError = String(r.recomputeError);
@@ -298,6 +316,8 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
       const next = [s.head + 1, s.head - 1].filter((x) => x >= 0 && x < H).map((x) => `qk:${s.stream}:${s.layer}:${x}`);
       if (next.length) void data.request(next);
     }).catch(() => undefined);
+    const recordedKey = key.replace(/^qk:/, "attn:");
+    data.request([recordedKey]).then(() => { if (key === chunkKey) sched.request(); }).catch(() => undefined);
     sched.request();
   }
 

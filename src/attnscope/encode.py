@@ -286,9 +286,10 @@ def qk_arrays(stream: AttentionStream, position: int, head: int) -> list[NamedAr
     """Collect the neuron view's arrays for one layer position and query head.
 
     ``q`` ``(Q, D)`` and ``k`` ``(K, D)`` (the key head this query head uses),
-    ``scaling`` and ``kv_head`` as one-element arrays, the exact ``attention``
-    ``(Q, K)``; ``bias``, ``mask`` (u8, 1 = hidden), ``softcap`` and ``sink``
-    when the stream has them.
+    ``scaling`` and ``kv_head`` as one-element arrays; ``bias``, ``mask`` (u8,
+    1 = hidden), ``softcap`` and ``sink`` when the stream has them. The weights
+    themselves are not repeated here: the browser recomputes them from these
+    arrays and checks them against the one-byte ``attn:`` chunk.
 
     Examples
     --------
@@ -297,7 +298,7 @@ def qk_arrays(stream: AttentionStream, position: int, head: int) -> list[NamedAr
     >>> q = np.zeros((1, 1, 2, 4), np.float32)
     >>> s = AttentionStream(np.full((1, 1, 2, 2), 0.5, np.float32), queries=q, keys=q)
     >>> [name for name, _ in qk_arrays(s, 0, 0)]
-    ['q', 'k', 'scaling', 'kv_head', 'attention']
+    ['q', 'k', 'scaling', 'kv_head']
     """
     if stream.queries is None or stream.keys is None or stream.scaling is None:
         raise ValueError(
@@ -311,7 +312,6 @@ def qk_arrays(stream: AttentionStream, position: int, head: int) -> list[NamedAr
         ("k", np.ascontiguousarray(stream.keys[position, kv])),
         ("scaling", stream.scaling[position : position + 1].astype(np.float32)),
         ("kv_head", np.array([kv], dtype=np.uint32)),
-        ("attention", np.ascontiguousarray(stream.attention[position, head])),
     ]
     if stream.bias is not None:
         bias = np.broadcast_to(stream.bias, full)[position, head]

@@ -145,7 +145,6 @@ export function makeFixture(o: FixtureOptions = {}): Fixture {
         { name: "k", dtype: "f32", shape: [K, D], bytes: bytesOf(sd.k[l]![h]!) },
         { name: "scaling", dtype: "f32", shape: [1], bytes: bytesOf(Float32Array.of(scaling)) },
         { name: "kv_head", dtype: "u32", shape: [1], bytes: bytesOf(Uint32Array.of(Math.floor(h / (H / KV)))) },
-        { name: "attention", dtype: "f32", shape: [Q, K], bytes: bytesOf(att[l]![h]!) },
       ];
       if (sd.bias) arrays.push({ name: "bias", dtype: "f32", shape: [Q, K], bytes: bytesOf(sd.bias[l]![h]!) });
       return { key, arrays };
