@@ -25,6 +25,10 @@ $(VENV)/.runtime: $(VENV)/.torch node_modules/.stamp pyproject.toml
 	$(PIP) install -q -c $(CONSTRAINTS) -e .
 	touch $@
 
+$(VENV)/.demo: $(VENV)/.runtime pyproject.toml
+	$(PIP) install -q -c $(CONSTRAINTS) -e ".[demo]"
+	touch $@
+
 $(VENV)/.test: $(VENV)/.runtime pyproject.toml
 	$(PIP) install -q -c $(CONSTRAINTS) -e ".[test]"
 	touch $@
@@ -36,7 +40,7 @@ $(VENV)/.bench: $(VENV)/.test pyproject.toml
 build: node_modules/.stamp
 	npm run --silent build
 
-demo: $(VENV)/.runtime build
+demo: $(VENV)/.demo build
 	$(PY) -m attnscope demo
 
 lint: $(VENV)/.test
