@@ -19,6 +19,8 @@ CAPTURE_MODULES = (
     "attnscope.adapters.families.taps",
     "attnscope.adapters.families.bloom",
     "attnscope.adapters.families.gpt_neo",
+    "attnscope.adapters.seq2seq",
+    "attnscope.adapters.tokenize",
 )
 
 

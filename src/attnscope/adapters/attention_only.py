@@ -36,10 +36,15 @@ def capture_weights(
 
     Examples
     --------
-    >>> from transformers import DebertaV2Config, DebertaV2Model          # doctest: +SKIP
-    >>> streams = capture_weights(model, {"input_ids": ids}, None)        # doctest: +SKIP
-    >>> sorted(streams)                                                   # doctest: +SKIP
-    ['self']
+    >>> import torch
+    >>> from transformers import DebertaV2Config, DebertaV2Model
+    >>> config = DebertaV2Config(num_hidden_layers=2, hidden_size=8, num_attention_heads=2,
+    ...                          intermediate_size=8, vocab_size=16)
+    >>> model = DebertaV2Model(config).eval()
+    >>> with torch.inference_mode():
+    ...     streams = capture_weights(model, {"input_ids": torch.tensor([[1, 2, 3]])}, [1])
+    >>> [(layer, call.weights.shape, call.query) for layer, call in streams["self"]]
+    [(1, torch.Size([2, 3, 3]), None)]
     """
     outputs = model(**inputs, output_attentions=True)
     streams: dict[str, list[tuple[int, AttentionCall]]] = {}

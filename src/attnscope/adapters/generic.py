@@ -115,10 +115,15 @@ def capture_generic(
 
     Examples
     --------
-    >>> import torch                                                   # doctest: +SKIP
-    >>> streams = capture_generic(model, {"input_ids": ids}, None)     # doctest: +SKIP
-    >>> sorted(streams)                                                # doctest: +SKIP
-    ['self']
+    >>> import torch
+    >>> from transformers import BertConfig, BertModel
+    >>> from attnscope.adapters.restore import preserved
+    >>> model = BertModel(BertConfig(num_hidden_layers=2, hidden_size=8, num_attention_heads=2,
+    ...                              intermediate_size=8, vocab_size=16)).eval()
+    >>> with preserved(model), torch.inference_mode():
+    ...     streams = capture_generic(model, {"input_ids": torch.tensor([[1, 2, 3]])}, None)
+    >>> [(layer, call.query.shape) for layer, call in streams["self"]]
+    [(0, torch.Size([2, 3, 4])), (1, torch.Size([2, 3, 4]))]
     """
     original = _original_function(model)  # read before the switch below
     if layers is None:

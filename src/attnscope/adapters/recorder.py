@@ -26,6 +26,11 @@ class AttentionCall:
     """What one call of the attention function saw (batch item 0 only).
 
     ``weights``/``query``/``key`` are None for calls that were not recorded.
+
+    Examples
+    --------
+    >>> AttentionCall().weights is None
+    True
     """
 
     weights: torch.Tensor | None = None
@@ -40,7 +45,13 @@ class AttentionCall:
 
 
 class CannotRecordError(LookupError):
-    """The generic route cannot record this model; capture falls back to weights only."""
+    """The generic route cannot record this model; capture falls back to weights only.
+
+    Examples
+    --------
+    >>> issubclass(CannotRecordError, LookupError)
+    True
+    """
 
 
 def eager_forward_for(module: torch.nn.Module) -> AttentionFunction:

