@@ -70,6 +70,7 @@ def why_no_qk(model_type: str) -> str:
     """
     reason = WHY.get(
         model_type,
-        f"{model_type} attention code does not expose the q and k it multiplies",
+        f"{model_type}'s attention code predates transformers' AttentionInterface and "
+        "has no attnscope route that records its q and k",
     )
     return f"neuron view unavailable: {reason}."

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from attnscope.adapters.tokenize import Encoded
+from attnscope.tokens import TokenKind
 from attnscope.trace import Tokens
 
 
@@ -73,7 +74,8 @@ def encode_image(model: Any, image: Any) -> Encoded:
     patch_h, patch_w = _size(config.patch_size)
     rows, cols = height // patch_h, width // patch_w
     labels = ["[CLS]"] + [f"patch {r},{c}" for r in range(rows) for c in range(cols)]
-    kinds: list[Any] = ["special"] + ["token"] * (rows * cols)
+    patch: TokenKind = "token"
+    kinds: list[TokenKind] = ["special", *([patch] * (rows * cols))]
     tokens = Tokens(labels, kinds=kinds)
     inputs = {"pixel_values": pixels.to(torch.float32)}
     return Encoded(inputs, tokens, list(range(len(labels))), len(labels), len(labels))
