@@ -211,3 +211,13 @@ def test_attention_sinks(wordpiece: Any) -> None:
     assert np.all(trace.stream.sinks == 2.0)
     assert trace.attention.sum(-1).max() < 0.99
     assert trace.check() <= 1e-5
+
+
+def test_seq2seq_by_path(tmp_path: Any, wordpiece: Any) -> None:
+    model, tokenizer = _case("t5", wordpiece)
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    trace = attnscope.capture(str(tmp_path), TEXT)  # model with its LM head, tokenizer beside it
+    assert list(trace.streams) == ["encoder", "decoder", "cross"]
+    assert trace.metadata["model_class"] == "T5ForConditionalGeneration"
+    assert trace.check() <= 1e-5
