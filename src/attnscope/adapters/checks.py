@@ -99,7 +99,8 @@ def position_limit(config: Any) -> int | None:
     512
     """
     limit = getattr(config, "max_position_embeddings", None)
-    if not isinstance(limit, int):
+    # DeBERTa-v3 keeps the field but adds no absolute positions: nothing runs out.
+    if not isinstance(limit, int) or getattr(config, "position_biased_input", True) is False:
         return None
     if getattr(config, "model_type", "") in _OFFSET_POSITIONS:
         limit -= int(getattr(config, "pad_token_id", 1) or 0) + 1
