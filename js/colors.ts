@@ -60,6 +60,12 @@ export function luminance([r, g, b]: RGB): number {
   return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
 }
 
+/** Black or white, whichever contrasts more with `background` (WCAG contrast ratio). */
+export function textOn(background: string): "#000000" | "#ffffff" {
+  const L = luminance(parseColor(background, [0, 0, 0]));
+  return (L + 0.05) / 0.05 >= 1.05 / (L + 0.05) ? "#000000" : "#ffffff";
+}
+
 export const hex = ([r, g, b]: RGB): string =>
   "#" + [r, g, b].map((v) => Math.round(v).toString(16).padStart(2, "0")).join("");
 

@@ -80,6 +80,11 @@ export function watchResize(el: HTMLElement, fn: () => void): () => void {
   return () => ro.disconnect();
 }
 
+/** A weight in at most 7 characters: below 0.001 as "3.6e-4", so it never runs into its bar. */
+export function fmtWeight(v: number): string {
+  return v !== 0 && Math.abs(v) < 1e-3 ? v.toExponential(1) : fmt(v, 3);
+}
+
 export function fmt(v: number, digits = 4): string {
   if (!Number.isFinite(v)) return v > 0 ? "∞" : v < 0 ? "−∞" : "NaN";
   if (v === 0) return "0";

@@ -1,6 +1,6 @@
 // Head view: query tokens left, key tokens right, one line per (query, key, head)
 // from the top-k chunk. Virtualised rows, one canvas pass, capped line count.
-import { headColor, hex, readTheme, rgba, type ThemeColors } from "../colors";
+import { headColor, hex, readTheme, rgba, textOn, type ThemeColors } from "../colors";
 import { arr } from "../data";
 import { saveButtons, svgDocument, xmlEscape } from "../export_image";
 import { keySide, pairPasses, querySide, streamOf, tokenClasses, type Side } from "../tokens";
@@ -85,6 +85,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     for (let i = 0; i < s.num_heads; i++) {
       const b = h("button", "attnscope-swatch", { type: "button", "data-head": String(i), "aria-label": `Head ${i}` });
       b.style.setProperty("--swatch", colors[i] as string);
+      b.style.setProperty("--swatch-fg", textOn(colors[i] as string)); // readable on yellow and light grey too
       b.textContent = String(i);
       swatches.append(b);
     }
@@ -104,7 +105,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     pairSelect = null;
     if (!sideQ.segments || !sideK.segments) return;
     const sel = h("select", "attnscope-select", { "aria-label": "Sentence pair filter", "data-testid": "pair-filter" });
-    for (const [v, label] of [["all", "All"], ["AA", "A → A"], ["AB", "A → B"], ["BA", "B → A"], ["BB", "B → B"]] as const) {
+    for (const [v, label] of [["all", "pairs: all"], ["AA", "A → A"], ["AB", "A → B"], ["BA", "B → A"], ["BB", "B → B"]] as const) {
       const o = h("option", "", { value: v });
       o.textContent = label;
       sel.append(o);

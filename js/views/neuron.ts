@@ -5,7 +5,7 @@ import { arr } from "../data";
 import { saveButtons, svgDocument } from "../export_image";
 import { defaultQuery, keySide, querySide, streamOf, tokenClasses, type Side } from "../tokens";
 import type { AppState, Chunk, Cleanup, NDArray, ViewContext } from "../types";
-import { fmt, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas } from "./common";
+import { fmt, fmtWeight, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas } from "./common";
 import { canvasPainter, svgPainter, type Painter } from "./painter";
 
 export const NROW = 20;
@@ -217,7 +217,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     el.score.textContent = r.masked[j] ? "masked" : fmt(r.score[j] as number);
     const w = r.weight[j] as number;
     el.bar.style.width = `${(barFrac(w, r) * 80).toFixed(1)}px`;
-    el.w.textContent = fmt(w, 3);
+    el.w.textContent = fmtWeight(w);
   }
 
   function newRow(): RowEls {
@@ -398,7 +398,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
       p.text(cols[3] as number, y + NROW / 2, fmt(r.qk[j] as number), fg);
       p.text(cols[4] as number, y + NROW / 2, r.masked[j] ? "masked" : fmt(r.score[j] as number), fg);
       p.rect(c5, y + 4, 80 * barFrac(r.weight[j] as number, r), NROW - 8, hex(theme.accent));
-      p.text(c5 + 84, y + NROW / 2, fmt(r.weight[j] as number, 3), fg);
+      p.text(c5 + 84, y + NROW / 2, fmtWeight(r.weight[j] as number), fg);
     });
   }
   const exportSize = (): { width: number; height: number } => ({ width: layout().width, height: (visibleKeys().length + 2) * NROW });
