@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,25 @@ def test_html_action_return_gives_a_self_contained_page(minilm_pair: dict[str, A
     assert all(u.startswith("http://www.w3.org/") for u in urls), urls
     page = model_view(minilm_pair["attention"], minilm_pair["tokens"], html_action="return")
     assert '"view":"model"' in page.data
+
+
+def page_chunk_kinds(page: str) -> set[str]:
+    found = re.search(r'<script type="application/json" id="attnscope-chunks">(.*?)</script>', page)
+    assert found
+    return {key.split(":")[0] for key in json.loads(found.group(1))}
+
+
+def test_returned_pages_hold_one_view_like_bertviz(minilm_pair: dict[str, Any]) -> None:
+    attention, tokens = minilm_pair["attention"], minilm_pair["tokens"]
+    head = head_view(attention, tokens, html_action="return").data
+    assert '"views":["head"]' in head
+    assert page_chunk_kinds(head) == {"top"}  # no thumbs, no attn, no qk
+    model = model_view(attention, tokens, html_action="return").data
+    assert '"views":["model"]' in model
+    assert page_chunk_kinds(model) == {"thumbs", "attn"}
+    # The widget keeps every view and opens on the one named.
+    w = model_view(attention, tokens)
+    assert (w.views, w.view) == (("head", "model", "neuron"), "model")
 
 
 def test_encoder_decoder_views(t5_outputs: dict[str, Any]) -> None:

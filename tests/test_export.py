@@ -127,10 +127,92 @@ def test_budget_keeps_thumbnails_and_the_current_layer_first(qk_trace: Attention
     budget = sum(len(full[k]["data"]) + 200 for k in all_keys(qk_trace, layer=1)[:3])
     page = page_html(w, max_bytes=budget)
     chunks = embedded(page, "attnscope-chunks")
-    assert {"thumbs:self", "top:self:1", "attn:self:1:0"} <= set(chunks)
+    # Neuron view of the current layer's first head: its q/k, then its weights.
+    assert {"thumbs:self", "top:self:1", "qk:self:1:0"} <= set(chunks)
     assert "top:self:0" not in chunks
     notes = embedded(page, "attnscope-state")["_meta"]["notes"]
     assert any("left out" in n and "max_bytes" in n for n in notes)
+
+
+def chunk_kinds(page: str) -> dict[str, set[str]]:
+    """Embedded chunk keys by kind (``top``, ``attn``, ...)."""
+    kinds: dict[str, set[str]] = {}
+    for key in embedded(page, "attnscope-chunks"):
+        kinds.setdefault(key.split(":")[0], set()).add(key)
+    return kinds
+
+
+@pytest.mark.parametrize(
+    ("views", "kinds"),
+    [
+        (("head",), {"top"}),
+        (("model",), {"thumbs", "attn"}),
+        (("neuron",), {"qk", "attn"}),
+        (("head", "model"), {"top", "thumbs", "attn"}),
+        (("neuron", "head"), {"qk", "attn", "top"}),
+        (("head", "model", "neuron"), {"top", "thumbs", "attn", "qk"}),
+    ],
+)
+def test_page_holds_only_the_chunks_its_views_need(
+    qk_trace: AttentionTrace, views: tuple[Any, ...], kinds: set[str]
+) -> None:
+    page = page_html(AttentionWidget(qk_trace, layer=1), views=views)
+    found = chunk_kinds(page)
+    assert set(found) == kinds
+    assert sorted(k for keys in found.values() for k in keys) == sorted(
+        all_keys(qk_trace, layer=1, views=views)
+    )
+    for kind in kinds - {"thumbs"}:  # every layer, every head
+        per_layer = 1 if kind == "top" else qk_trace.stream.num_heads
+        assert len(found[kind]) == qk_trace.stream.num_layers * per_layer
+    state = embedded(page, "attnscope-state")
+    assert state["_meta"]["views"] == list(views)
+    assert state["view"] == ("head" if "head" in views else views[0])
+
+
+def test_chunk_order_follows_the_views_needs(qk_trace: AttentionTrace) -> None:
+    keys = all_keys(qk_trace, layer=1, views=("head", "model"))
+    # Model view's hover preview (full-resolution weights) comes after every top chunk.
+    assert keys[:3] == ["thumbs:self", "top:self:1", "top:self:0"]
+    assert all(k.startswith("attn:") for k in keys[3:])
+    neuron = all_keys(qk_trace, layer=1, views=("neuron",))
+    assert neuron[:2] == ["qk:self:1:0", "attn:self:1:0"]
+    assert neuron[8] == "qk:self:0:0"  # the current layer's 4 heads first
+    plain = AttentionTrace(["a", "b"], np.full((1, 2, 2, 2), 0.5, np.float32))
+    assert all_keys(plain, views=("neuron",)) == []  # no q/k: nothing the neuron view can use
+
+
+def test_page_views_default_to_the_widgets(qk_trace: AttentionTrace) -> None:
+    w = AttentionWidget(qk_trace, views=("model", "neuron"))
+    assert w.view == "model"
+    page = page_html(w)
+    assert embedded(page, "attnscope-state")["_meta"]["views"] == ["model", "neuron"]
+    assert set(chunk_kinds(page)) == {"thumbs", "attn", "qk"}
+    # A page without the widget's current view opens on its first view.
+    state = embedded(page_html(w, views=("head",)), "attnscope-state")
+    assert (state["view"], state["_meta"]["views"]) == ("head", ["head"])
+    assert embedded(page_html(qk_trace), "attnscope-state")["_meta"]["views"] == [
+        "head",
+        "model",
+        "neuron",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("views", "message"),
+    [
+        ((), "non-empty"),
+        ("head", "is a string"),
+        (("head", "graph"), r"unknown view\(s\) \['graph'\]"),
+        (("head", "head"), r"\['head'\] more than once"),
+    ],
+)
+def test_bad_views_are_explained(
+    tmp_path: Path, qk_trace: AttentionTrace, views: Any, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        save_html(qk_trace, tmp_path / "x.html", views=views)
+    assert not (tmp_path / "x.html").exists()
 
 
 def test_bad_arguments_are_explained(tmp_path: Path, qk_trace: AttentionTrace) -> None:
@@ -158,6 +240,9 @@ def test_minilm_pair_page(tmp_path: Path, minilm: tuple[Any, Any]) -> None:
     assert external_urls(page) == set()
     # bertviz's head view page for the same model and length is 13.2 MB.
     assert path.stat().st_size < 13_200_000 / 2
+    # Like for like, a head-view page: over 20x smaller.
+    head_only = save_html(trace, tmp_path / "head.html", views=("head",))
+    assert head_only.stat().st_size < 13_200_000 / 20
     # Full resolution costs less than one byte per attention value, base64 included.
     full = sum(len(c["data"]) for k, c in chunks.items() if k.startswith("attn:"))
     assert full < trace.attention.size

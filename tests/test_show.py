@@ -108,3 +108,15 @@ def test_neuron_view_needs_qk_in_a_trace() -> None:
     trace = AttentionTrace(list("ab"), np.full((1, 1, 2, 2), 0.5, np.float32))
     with pytest.raises(ValueError, match="query/key"):
         show_neuron_view(trace)
+
+
+def test_views_pass_through_and_are_checked_before_the_model_runs() -> None:
+    w = show_model_view(per_layer(), tokens=list("abcd"), views=("model", "head"))
+    assert (w.views, w.view) == (("model", "head"), "model")
+    assert show_head_view(per_layer(), tokens=list("abcd"), views=["head"])._meta["views"] == [
+        "head"
+    ]
+    with pytest.raises(ValueError, match=r"leaves out 'head'.*use show_model_view"):
+        show_head_view("no/such-model", "text", views=("model",))  # checked before loading
+    with pytest.raises(ValueError, match="unknown view"):
+        show_head_view("no/such-model", "text", views=("head", "graph"))

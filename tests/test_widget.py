@@ -223,3 +223,24 @@ def test_widgets_are_independent(pair_trace: AttentionTrace) -> None:
     assert b.sent[0][0]["chunks"][0]["arrays"][0]["shape"] == [1, 2, 2, 2]
     assert a._meta["streams"]["self"]["q_len"] == 5
     assert b._meta["streams"]["self"]["q_len"] == 2
+
+
+def test_views_are_offered_in_order_and_checked(pair_trace: AttentionTrace) -> None:
+    w = AttentionWidget(pair_trace, views=["neuron", "head"])
+    assert (w.views, w.view, w._meta["views"]) == (("neuron", "head"), "neuron", ["neuron", "head"])
+    assert AttentionWidget(pair_trace)._meta["views"] == ["head", "model", "neuron"]
+    assert AttentionWidget(pair_trace, views=("model", "head"), view="head").view == "head"
+    with pytest.raises(traitlets.TraitError, match=r"view='model' is not offered.*\['head'\]"):
+        AttentionWidget(pair_trace, views=("head",), view="model")
+    w.view = "head"
+    with pytest.raises(traitlets.TraitError, match="create the widget with views= including"):
+        w.view = "model"  # what a browser asking for a hidden tab would get
+    assert w.view == "head"
+    for views, message in [
+        ((), "non-empty tuple of view names"),
+        ("model", r"is a string; pass a tuple of view names, e\.g\. \('model',\)"),
+        (("head", "attention"), r"unknown view\(s\) \['attention'\]; use a non-empty subset"),
+        (("model", "model"), r"names \['model'\] more than once"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            AttentionWidget(pair_trace, views=views)

@@ -5,10 +5,12 @@ the arguments are bertviz's. Two differences, both deliberate:
 
 - ``html_action="view"`` *returns* the :class:`~attnscope.AttentionWidget`
   (bertviz displays and returns None). As the last line of a cell it shows
-  the same way; elsewhere pass it to ``IPython.display.display``.
+  the same way; elsewhere pass it to ``IPython.display.display``. The widget
+  offers all three views (head, model, neuron) and opens on the one named.
 - ``html_action="return"`` returns an ``IPython.display.HTML`` whose
   ``.data`` is one self-contained page, as bertviz's does, but without any
-  CDN: it opens offline.
+  CDN: it opens offline. Like bertviz's, the page holds only the view named,
+  and only the data that view needs.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from attnscope._tensors import stack_layers
+from attnscope.chunks import ViewName
 from attnscope.tokens import display_labels, guess_kinds
 from attnscope.trace import AttentionStream, AttentionTrace, Side, Tokens
 
@@ -87,8 +90,10 @@ def head_view(  # noqa: PLR0917 - bertviz takes these positionally
     include_layers
         Model layers to keep; default all.
     html_action
-        ``"view"``: return the widget; ``"return"``: return ``IPython.display.HTML``
-        holding a self-contained page in ``.data``.
+        ``"view"``: return the widget, which offers all three views and opens on
+        the head view; ``"return"``: return ``IPython.display.HTML`` holding a
+        self-contained page in ``.data`` with the head view only (as bertviz's),
+        so it embeds only the head view's data.
 
     Examples
     --------
@@ -129,6 +134,8 @@ def model_view(  # noqa: PLR0917 - bertviz takes these positionally
     Takes :func:`head_view`'s arguments, plus ``display_mode`` (``"dark"`` or
     ``"light"``, the widget's theme) and ``include_heads`` (the heads selected;
     the grid still has every head, so positions keep their model numbers).
+    ``html_action="view"`` returns the widget, with all three views, open on
+    the model view; ``html_action="return"`` a page with the model view only.
 
     Examples
     --------
@@ -260,7 +267,7 @@ def _layer_position(trace: AttentionTrace, layer: int) -> int:
 
 
 def _present(
-    trace: AttentionTrace, view: str, options: dict[str, Any], html_action: str
+    trace: AttentionTrace, view: ViewName, options: dict[str, Any], html_action: str
 ) -> AttentionWidget | HTML:
     from attnscope.widget import AttentionWidget
 
@@ -271,7 +278,8 @@ def _present(
 
     from attnscope.export import page_html
 
-    return HTML(page_html(widget))  # type: ignore[no-untyped-call]
+    # bertviz's pages hold one view each; so does this one, and only that view's data.
+    return HTML(page_html(widget, views=(view,)))  # type: ignore[no-untyped-call]
 
 
 def _check_action(html_action: str) -> None:

@@ -29,6 +29,9 @@ from attnscope.encode import (
 from attnscope.trace import AttentionTrace
 
 ChunkKind = Literal["thumbs", "top", "attn", "qk"]
+ViewName = Literal["head", "model", "neuron"]
+VIEWS: tuple[ViewName, ...] = ("head", "model", "neuron")
+"""The views a widget or page can offer."""
 MESSAGE_BYTES = 64 * 1024 * 1024
 """Most bytes of buffers in one reply message (one larger chunk still goes, alone)."""
 
@@ -177,34 +180,85 @@ class ChunkCache:
         return arrays
 
 
-def all_keys(trace: AttentionTrace, *, stream: str | None = None, layer: int = 0) -> list[str]:
-    """Every chunk key of ``trace``, most needed first.
+def check_views(views: object, *, name: str = "views") -> tuple[ViewName, ...]:
+    """Return ``views`` as a tuple, or raise ValueError saying what is wrong with it.
 
-    The order is what a page should hold when it cannot hold everything:
-    thumbnails of every stream, then the given stream and layer position (its
-    top keys, each head at full resolution, its q/k), then the other layers
-    outward from it, then the other streams.
+    ``views`` must be a non-empty sequence of distinct names from :data:`VIEWS`.
+
+    Examples
+    --------
+    >>> check_views(["model", "head"])
+    ('model', 'head')
+    >>> check_views(("head", "attention"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: views=('head', 'attention') has unknown view(s) ['attention']; use a ...
+    """
+    if isinstance(views, str):
+        raise ValueError(
+            f"{name}={views!r} is a string; pass a tuple of view names, e.g. ({views!r},)."
+        )
+    if not isinstance(views, Sequence) or not views:
+        raise ValueError(
+            f"{name}={views!r} must be a non-empty tuple of view names from {VIEWS}, e.g. "
+            "('head',)."
+        )
+    unknown = [v for v in views if v not in VIEWS]
+    if unknown:
+        raise ValueError(
+            f"{name}={views!r} has unknown view(s) {unknown}; use a non-empty subset of {VIEWS}."
+        )
+    repeated = sorted({str(v) for v in views if views.count(v) > 1})
+    if repeated:
+        raise ValueError(f"{name}={views!r} names {repeated} more than once; list each view once.")
+    return tuple(views)
+
+
+def all_keys(
+    trace: AttentionTrace,
+    *,
+    stream: str | None = None,
+    layer: int = 0,
+    views: Sequence[ViewName] = VIEWS,
+) -> list[str]:
+    """The chunk keys that ``views`` need from ``trace``, most needed first.
+
+    The order is what a page should hold when it cannot hold everything.
+    Thumbnails of every stream (model view) come first; then, for the given
+    stream and layer position and then the other layers outward from it, the
+    layer's top keys (head view) and each head's q/k with its full-resolution
+    weights (neuron view, which checks its softmax against them); then the
+    other streams. Full-resolution weights the model view only previews on
+    hover come last.
 
     Examples
     --------
     >>> import numpy as np
     >>> from attnscope import AttentionTrace
-    >>> all_keys(AttentionTrace(["a"], np.ones((2, 1, 1, 1), np.float32)), layer=1)
-    ['thumbs:self', 'top:self:1', 'attn:self:1:0', 'top:self:0', 'attn:self:0:0']
+    >>> trace = AttentionTrace(["a"], np.ones((2, 1, 1, 1), np.float32))
+    >>> all_keys(trace, layer=1)
+    ['thumbs:self', 'top:self:1', 'top:self:0', 'attn:self:1:0', 'attn:self:0:0']
+    >>> all_keys(trace, layer=1, views=("head",))
+    ['top:self:1', 'top:self:0']
     """
+    views = check_views(views)
     first = stream if stream is not None else next(iter(trace.streams))
     names = [first, *(n for n in trace.streams if n != first)]
-    keys = [f"thumbs:{n}" for n in names]
+    keys = [f"thumbs:{n}" for n in names] if "model" in views else []
+    preview: list[str] = []
     for name in names:
         s = trace.streams[name]
         start = min(layer, s.num_layers - 1) if name == first else 0
         order = sorted(range(s.num_layers), key=lambda p: (abs(p - start), p))
         for position in order:
-            keys.append(f"top:{name}:{position}")
-            keys += [f"attn:{name}:{position}:{h}" for h in range(s.num_heads)]
-            if s.has_qk:
-                keys += [f"qk:{name}:{position}:{h}" for h in range(s.num_heads)]
-    return keys
+            if "head" in views:
+                keys.append(f"top:{name}:{position}")
+            full = [f"attn:{name}:{position}:{h}" for h in range(s.num_heads)]
+            if "neuron" in views and s.has_qk:
+                keys += [k for h, a in enumerate(full) for k in (f"qk:{name}:{position}:{h}", a)]
+            elif "model" in views:
+                preview += full
+    return keys + preview
 
 
 def wire_arrays(arrays: Sequence[NamedArray], first_buffer: int) -> list[dict[str, Any]]:

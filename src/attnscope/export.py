@@ -12,11 +12,19 @@ import base64
 import html
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attnscope.chunks import all_keys, encode_chunk, little_endian_bytes, parse_key
+from attnscope.chunks import (
+    VIEWS,
+    ViewName,
+    all_keys,
+    check_views,
+    encode_chunk,
+    little_endian_bytes,
+    parse_key,
+)
 from attnscope.encode import NamedArray, build_meta, dtype_code
 from attnscope.trace import AttentionTrace
 
@@ -78,6 +86,9 @@ def pack_chunk(arrays: list[NamedArray]) -> dict[str, Any]:
     """Pack a chunk as the page embeds it: array specs, base64 of deflate-raw of the bytes.
 
     Each array starts at an 8-byte aligned offset of the concatenated bytes.
+    Chunks that are mostly float32 (q/k vectors) are Huffman-coded only:
+    LZ77 finds next to no repeats in float bytes, so full deflate costs about
+    three times the time for the same size.
 
     Examples
     --------
@@ -90,7 +101,9 @@ def pack_chunk(arrays: list[NamedArray]) -> dict[str, Any]:
     for _, array in arrays:
         raw += b"\0" * (-len(raw) % ALIGN)
         raw += little_endian_bytes(array)
-    deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+    floats = sum(a.nbytes for _, a in arrays if a.dtype.kind == "f")
+    strategy = zlib.Z_HUFFMAN_ONLY if 2 * floats > len(raw) else zlib.Z_DEFAULT_STRATEGY
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -15, 8, strategy)
     compressed = deflate.compress(bytes(raw)) + deflate.flush()
     return {
         "arrays": [
@@ -117,16 +130,19 @@ def _js_for_script(code: str) -> str:
 
 
 def embed_chunks(
-    trace: AttentionTrace, state: Mapping[str, Any], max_bytes: int
+    trace: AttentionTrace,
+    state: Mapping[str, Any],
+    max_bytes: int,
+    views: Sequence[ViewName] = VIEWS,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Pack the chunks of ``trace`` in order of need until ``max_bytes`` is reached.
+    """Pack the chunks ``views`` need, in order of need, until ``max_bytes`` is reached.
 
-    The page holds a prefix of :func:`~attnscope.chunks.all_keys` (thumbnails,
-    then the current layer, then layers outward from it): the first chunk that
-    does not fit ends it, so nothing past it is encoded. Returns the packed
-    chunks by key and notes naming what was left out.
+    The page holds a prefix of :func:`~attnscope.chunks.all_keys` for
+    ``views`` (thumbnails, then the current layer, then layers outward from
+    it): the first chunk that does not fit ends it, so nothing past it is
+    encoded. Returns the packed chunks by key and notes naming what was left out.
     """
-    keys = all_keys(trace, stream=str(state["stream"]), layer=int(state["layer"]))
+    keys = all_keys(trace, stream=str(state["stream"]), layer=int(state["layer"]), views=views)
     packed: dict[str, Any] = {}
     left_out: list[str] = []
     used = 0
@@ -150,24 +166,31 @@ def embed_chunks(
 
 
 def page_html(
-    trace_or_widget: AttentionTrace | AttentionWidget, *, max_bytes: int = DEFAULT_MAX_BYTES
+    trace_or_widget: AttentionTrace | AttentionWidget,
+    *,
+    views: Sequence[ViewName] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> str:
     """Render the exported page as a string (what :func:`save_html` writes).
 
     Examples
     --------
     >>> import numpy as np
-    >>> page = page_html(AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32)))
-    >>> page.startswith("<!doctype html>"), "https://" in page
-    (True, False)
+    >>> trace = AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32))
+    >>> page = page_html(trace, views=("model",))
+    >>> page.startswith("<!doctype html>"), "https://" in page, '"views":["model"]' in page
+    (True, False, True)
     """
-    trace, state = _trace_and_state(trace_or_widget)
+    trace, state, offered = _trace_and_state(trace_or_widget)
+    shown = offered if views is None else check_views(views)
     if max_bytes <= 0:
         raise ValueError(f"max_bytes={max_bytes} must be positive (bytes of embedded data).")
+    if state["view"] not in shown:
+        state["view"] = shown[0]
     css = static_file("widget.css").read_text(encoding="utf-8")
     script = static_file("standalone.js").read_text(encoding="utf-8")
-    chunks, notes = embed_chunks(trace, state, max_bytes)
-    meta = build_meta(trace, embedded=True, notes=tuple(notes))
+    chunks, notes = embed_chunks(trace, state, max_bytes, shown)
+    meta = {**build_meta(trace, embedded=True, notes=tuple(notes)), "views": list(shown)}
     title = html.escape(f"attnscope · {meta['title']}")
     style = css.replace("</style", "<\\/style")
     return (
@@ -186,9 +209,9 @@ def page_html(
 
 def _trace_and_state(
     source: AttentionTrace | AttentionWidget,
-) -> tuple[AttentionTrace, dict[str, Any]]:
+) -> tuple[AttentionTrace, dict[str, Any], tuple[ViewName, ...]]:
     if isinstance(source, AttentionTrace):
-        return source, default_state(source)
+        return source, default_state(source), VIEWS
     trace = getattr(source, "trace", None)
     if not isinstance(trace, AttentionTrace):
         raise TypeError(
@@ -198,13 +221,14 @@ def _trace_and_state(
         )
     state = {name: getattr(source, name) for name in default_state(trace)}
     state["heads"] = list(state["heads"])
-    return trace, state
+    return trace, state, tuple(source.views)
 
 
 def save_html(
     trace_or_widget: AttentionTrace | AttentionWidget,
     path: str | Path,
     *,
+    views: Sequence[ViewName] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Path:
     """Write one self-contained, offline, interactive HTML page; return its path.
@@ -216,6 +240,13 @@ def save_html(
         :class:`~attnscope.AttentionWidget` (its current view and selection are kept).
     path
         File to write; ``.html`` is added when there is no suffix.
+    views
+        The views the page offers, from ``"head"``, ``"model"`` and
+        ``"neuron"``, in tab order; only the chunks they need are embedded
+        (head: top keys of every layer; model: thumbnails, plus full-resolution
+        weights for its hover preview; neuron: q/k and full-resolution weights).
+        ``None``: the widget's views, or all three for a trace. A page whose
+        widget was on a view not listed opens on the first one listed.
     max_bytes
         Budget for the embedded attention data. Everything is embedded when it
         fits; otherwise thumbnails and the current layer come first and
@@ -228,8 +259,10 @@ def save_html(
     >>> trace = AttentionTrace(["a", "b"], np.full((1, 1, 2, 2), 0.5, np.float32))
     >>> save_html(trace, os.path.join(tempfile.mkdtemp(), "attention")).name
     'attention.html'
+    >>> save_html(trace, os.path.join(tempfile.mkdtemp(), "head.html"), views=("head",)).name
+    'head.html'
     """
-    page = page_html(trace_or_widget, max_bytes=max_bytes)
+    page = page_html(trace_or_widget, views=views, max_bytes=max_bytes)
     out = Path(path)
     if not out.suffix:
         out = out.with_suffix(".html")

@@ -22,16 +22,26 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from attnscope.chunks import ViewName, check_views
 from attnscope.trace import AttentionTrace
 
 if TYPE_CHECKING:
     from attnscope.widget import AttentionWidget
 
 SourceKind = Literal["trace", "module", "model", "name", "tensors"]
-ViewName = Literal["head", "model", "neuron"]
 
-WIDGET_OPTIONS = ("stream", "layer", "heads", "head", "query", "key", "pair_filter", "theme")
-"""Keywords passed to :class:`~attnscope.AttentionWidget`."""
+WIDGET_OPTIONS = (
+    "views",
+    "stream",
+    "layer",
+    "heads",
+    "head",
+    "query",
+    "key",
+    "pair_filter",
+    "theme",
+)
+"""Keywords passed to :class:`~attnscope.AttentionWidget` (its options but ``view``)."""
 SOURCE_OPTIONS: Mapping[SourceKind, tuple[str, ...]] = {
     "trace": (),
     "module": ("tokens", "attn_mask", "key_padding_mask"),
@@ -173,6 +183,13 @@ def show(view: ViewName, source: Any, text: Any = None, **options: Any) -> Atten
     """
     from attnscope.widget import AttentionWidget
 
+    if "views" in options:
+        views = check_views(options["views"])
+        if view not in views:
+            raise ValueError(
+                f"views={options['views']!r} leaves out {view!r}, the view show_{view}_view "
+                f"opens on; add {view!r} to views, or use show_{views[0]}_view."
+            )
     if view == "neuron" and source_kind(source) == "tensors":
         raise ValueError(
             "raw attention tensors hold no query/key vectors, which the neuron view "
@@ -215,9 +232,10 @@ def show_head_view(source: Any, text: Any = None, **options: Any) -> AttentionWi
         ``target``, ``layers``, ``max_tokens``; for modules: ``tokens``,
         ``attn_mask``, ``key_padding_mask``; for raw tensors: ``tokens``,
         ``sentence_b_start``, ``prettify_tokens``. For the widget:
-        ``stream``, ``layer``, ``heads``, ``head``, ``query``, ``key``,
-        ``pair_filter``, ``theme`` (see :class:`~attnscope.AttentionWidget`).
-        Anything else raises TypeError.
+        ``views`` (the views offered as tabs, default all three; must include
+        this helper's view), ``stream``, ``layer``, ``heads``, ``head``,
+        ``query``, ``key``, ``pair_filter``, ``theme`` (see
+        :class:`~attnscope.AttentionWidget`). Anything else raises TypeError.
 
     Returns
     -------
@@ -233,6 +251,8 @@ def show_head_view(source: Any, text: Any = None, **options: Any) -> AttentionWi
     >>> w = show_head_view(mha, torch.randn(1, 3, 16), tokens=["The", "cat", "sat"])
     >>> w.view, w.heads
     ('head', [0, 1, 2, 3])
+    >>> show_head_view(mha, torch.randn(1, 3, 16), tokens=["a", "b", "c"], views=("head",)).views
+    ('head',)
     """
     return show("head", source, text, **options)
 

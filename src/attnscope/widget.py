@@ -14,15 +14,15 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from attnscope.chunks import MESSAGE_BYTES, ChunkCache, reply_messages
+from attnscope.chunks import MESSAGE_BYTES, VIEWS, ChunkCache, ViewName, check_views, reply_messages
 from attnscope.encode import build_meta
 from attnscope.export import DEFAULT_MAX_BYTES, default_state, static_file
+from attnscope.show import WIDGET_OPTIONS
 from attnscope.trace import AttentionStream, AttentionTrace
 
-VIEWS = ("head", "model", "neuron")
 PAIR_FILTERS = ("all", "AA", "AB", "BA", "BB")
 THEMES = ("auto", "light", "dark")
-OPTIONS = ("view", "stream", "layer", "heads", "head", "query", "key", "pair_filter", "theme")
+OPTIONS = ("view", *WIDGET_OPTIONS)
 """Keyword arguments :class:`AttentionWidget` takes after the trace."""
 
 
@@ -45,9 +45,14 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     trace
         The attention to show (from :func:`attnscope.capture`,
         :meth:`~attnscope.AttentionTrace.from_tensors`, ...).
+    views
+        The views offered, as tabs in this order: a non-empty subset of
+        ``("head", "model", "neuron")`` (the default). With one view there
+        are no tabs. Fixed for the widget's life; sent as ``_meta["views"]``.
     view, stream, layer, heads, head, query, key, pair_filter, theme
-        Initial trait values; see the traits. ``stream`` defaults to the
-        trace's first stream and ``heads`` to all heads.
+        Initial trait values; see the traits. ``view`` defaults to the first
+        of ``views`` and must be one of them, ``stream`` to the trace's first
+        stream and ``heads`` to all heads.
 
     Examples
     --------
@@ -60,6 +65,8 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     >>> w.heads = None  # all heads
     >>> w.heads
     [0, 1, 2, 3]
+    >>> AttentionWidget(trace, views=("model", "head")).view
+    'model'
     """
 
     _esm = static_file("widget.js")
@@ -69,7 +76,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         sync=True
     )
     view = t.Enum(VIEWS, default_value="head", help="The view shown.").tag(sync=True)
-    """The view shown: ``"head"``, ``"model"`` or ``"neuron"``."""
+    """The view shown: ``"head"``, ``"model"`` or ``"neuron"``; one of :attr:`views`."""
     stream = t.Unicode("self", help="The stream shown: a key of `_meta['streams']`.").tag(sync=True)
     """The stream shown: ``"self"``, or ``"encoder"``, ``"decoder"``, ``"cross"``.
 
@@ -98,7 +105,9 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     )
     """``"auto"`` follows the notebook's theme; ``"light"`` or ``"dark"`` force one."""
 
-    def __init__(self, trace: AttentionTrace, **options: Any) -> None:
+    def __init__(
+        self, trace: AttentionTrace, *, views: Sequence[ViewName] = VIEWS, **options: Any
+    ) -> None:
         if not isinstance(trace, AttentionTrace):
             raise TypeError(
                 f"AttentionWidget shows an AttentionTrace, not {type(trace).__name__}; for a "
@@ -110,16 +119,19 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 f"AttentionWidget got unknown option(s) {unknown}; valid options are "
                 f"{list(OPTIONS)}."
             )
+        self._views = check_views(views)
         self._trace = trace
         self._cache = ChunkCache()
-        state = default_state(trace)
+        state = {**default_state(trace), "view": self._views[0]}
         state.update({k: v for k, v in options.items() if v is not None or k in ("query", "key")})
+        if state["view"] not in self._views:
+            raise t.TraitError(self._not_offered(state["view"]))
         if state["stream"] not in trace.streams:
             raise t.TraitError(_unknown_stream(state["stream"], trace))
         if not options.get("heads"):
             # Spelled out: a value equal to the trait default would skip validation.
             state["heads"] = list(range(trace.streams[state["stream"]].num_heads))
-        super().__init__(_meta=build_meta(trace), **state)
+        super().__init__(_meta={**build_meta(trace), "views": list(self._views)}, **state)
         self.on_msg(self._on_message)
 
     @property
@@ -127,10 +139,38 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         """The trace this widget shows."""
         return self._trace
 
+    @property
+    def views(self) -> tuple[ViewName, ...]:
+        """The views offered, in tab order (``_meta["views"]``); fixed at construction.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from attnscope import AttentionTrace, AttentionWidget
+        >>> t = AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32))
+        >>> AttentionWidget(t, views=["head"]).views
+        ('head',)
+        """
+        return self._views
+
+    def _not_offered(self, view: object) -> str:
+        return (
+            f"view={view!r} is not offered by this widget, whose views are "
+            f"{list(self._views)}; pick one of those, or create the widget with views= "
+            f"including {view!r}."
+        )
+
     def _stream(self) -> AttentionStream:
         return self._trace.streams[self.stream]
 
     # -- validation: each runs with every trait already set, so order does not matter --
+    @t.validate("view")
+    def _check_view(self, proposal: t.Bunch) -> str:
+        value = str(proposal["value"])
+        if value not in self._views:
+            raise t.TraitError(self._not_offered(value))
+        return value
+
     @t.validate("stream")
     def _check_stream(self, proposal: t.Bunch) -> str:
         value = proposal["value"]
@@ -253,10 +293,16 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         keys = content.get("keys", [])
         return list(reply_messages(self._trace, keys, max_bytes=max_bytes, cache=self._cache))
 
-    def save_html(self, path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Path:
+    def save_html(
+        self,
+        path: str | Path,
+        *,
+        views: Sequence[ViewName] | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> Path:
         """Write this widget, as it is now, to one self-contained offline HTML file.
 
-        See :func:`attnscope.save_html`.
+        See :func:`attnscope.save_html`; ``views=None`` keeps this widget's views.
 
         Examples
         --------
@@ -268,7 +314,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         """
         from attnscope.export import save_html
 
-        return save_html(self, path, max_bytes=max_bytes)
+        return save_html(self, path, views=views, max_bytes=max_bytes)
 
 
 def _unknown_stream(value: object, trace: AttentionTrace) -> str:
