@@ -232,6 +232,11 @@ def assert_dark(exported: ExportedPage) -> None:
     assert root.get_attribute("data-theme") == "dark"
     assert css_luminance(root) < 0.05
     assert css_luminance(token(exported, "query", 1), "color") > 0.5
+    # The widget covers the window: no light page around a dark widget.
+    assert exported.page.evaluate(
+        "() => [[1, 1], [innerWidth - 1, innerHeight - 1]].every(([x, y]) =>"
+        " !!document.elementFromPoint(x, y)?.closest('.attnscope'))"
+    )
     exported.show("model")
     assert canvas_stats(exported.canvas("model")).luminance < 0.15
     exported.show("head")
@@ -359,28 +364,40 @@ def test_screenshot_head_view(page: Any, page_file: Path, screenshots: Any) -> N
     exported = screenshot_page(page, page_file)
     focus_query(exported, layer=2, query=38)
     assert canvas_stats(exported.canvas("head")).painted > 0
-    screenshots.take("page-head-view", exported.root)
+    screenshots.take("page-head-view", exported.picture())
 
 
 def test_screenshot_head_view_dark(page: Any, page_file: Path, screenshots: Any) -> None:
     exported = screenshot_page(page, page_file, dark=True)
     focus_query(exported, layer=2, query=38)
     assert css_luminance(exported.root) < 0.05
-    screenshots.take("page-head-view-dark", exported.root)
+    screenshots.take("page-head-view-dark", exported.picture())
 
 
 def test_screenshot_model_view(page: Any, page_file: Path, screenshots: Any) -> None:
     # Narrower: the grid's cells are noise to a PNG encoder; smaller cells keep the file small.
-    exported = screenshot_page(page, page_file, width=760)
+    exported = screenshot_page(page, page_file, width=720)
     exported.show("model")
     stats = canvas_stats(exported.canvas("model"))
     assert stats.painted > 0.9 * stats.total  # the gaps between cells are left clear
-    screenshots.take("page-model-view", exported.root)
+    screenshots.take("page-model-view", exported.picture())
 
 
-def test_screenshot_neuron_view(page: Any, page_file: Path, screenshots: Any) -> None:
+def test_screenshot_neuron_view(
+    page: Any, page_file: Path, pair_trace: attnscope.AttentionTrace, screenshots: Any
+) -> None:
+    layer, query = 2, 38
+    # The head in which "fox" looks hardest at a word (not [CLS] or [SEP]), keys by weight.
+    words = np.array([kind == "token" for kind in pair_trace.source.kinds])
+    head = int(pair_trace.attention[layer, :, query, words].max(axis=0).argmax())
     exported = screenshot_page(page, page_file)
-    focus_query(exported, layer=2, query=38)
+    focus_query(exported, layer=layer, query=query)
+    swatch = page.locator(f'.attnscope-swatch[data-head="{head}"]')
+    exported.redraw_after("head", swatch.dblclick)
     exported.show("neuron")
+    exported.redraw_after(
+        "neuron", lambda: page.select_option('[data-testid="neuron-sort"]', "weight")
+    )
+    assert f"head {head} ·" in page.locator('[data-testid="neuron-info"]').inner_text()
     assert exported.page.locator(".attnscope-nv-body [data-key]:not([hidden])").count() >= 20
-    screenshots.take("page-neuron-view", exported.root)
+    screenshots.take("page-neuron-view", exported.picture())
