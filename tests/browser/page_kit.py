@@ -125,6 +125,32 @@ class ExportedPage:
         action()
         wait_for_next_draw(self.page, before, root=VIEW_ROOTS[name])
 
+    def picture(self) -> WidgetPicture:
+        """The widget as far down as its content goes, for ``Screenshots.take``."""
+        return WidgetPicture(self.page)
+
     def attr(self, name: str, attribute: str) -> str | None:
         """An attribute of view ``name``'s element (``data-lines``, ``data-hover-dim`` ...)."""
         return self.view(name).get_attribute(attribute)
+
+
+# From the widget's top left to the end of its content (the exported page
+# stretches the widget to the window's height), plus its padding.
+_CONTENT_BOX = """(root) => {
+    const r = root.getBoundingClientRect();
+    const host = root.querySelector(".attnscope-viewhost").getBoundingClientRect();
+    const pad = parseFloat(getComputedStyle(root).paddingBottom);
+    return { x: r.x, y: r.y, width: r.width, height: host.bottom + pad - r.y };
+}"""
+
+
+class WidgetPicture:
+    """A screenshot target: the widget cropped to its content (what ``take`` calls)."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+
+    def screenshot(self, path: str) -> bytes:
+        """Write the PNG of the widget's content box to ``path``."""
+        clip = self.page.locator(ROOT).evaluate(_CONTENT_BOX)
+        return self.page.screenshot(path=path, clip=clip)
