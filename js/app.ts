@@ -22,6 +22,13 @@ export interface AppOptions {
   el: HTMLElement;
 }
 
+/** The views `meta` offers, in tab order: known names only, each once; all three when absent or empty. */
+export function offeredViews(meta: Meta): ViewName[] {
+  const all = Object.keys(VIEWS) as ViewName[];
+  const known = (meta.views ?? []).filter((v, i, list) => all.includes(v) && list.indexOf(v) === i);
+  return known.length ? known : all;
+}
+
 function option(sel: HTMLSelectElement, value: string, label: string): void {
   const o = h("option", "", { value });
   o.textContent = label;
@@ -35,11 +42,12 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
   const header = h("div", "attnscope-header");
   const title = h("span", "attnscope-title");
   title.textContent = meta.title ?? "attnscope";
+  const offered = offeredViews(meta);
   const tabs = h("div", "attnscope-tabs", { role: "tablist", "aria-label": "View" });
   const tabBtns = new Map<ViewName, HTMLButtonElement>();
-  for (const [name, v] of Object.entries(VIEWS) as [ViewName, (typeof VIEWS)[ViewName]][]) {
+  for (const name of offered) {
     const b = h("button", "attnscope-tab", { type: "button", role: "tab", "data-view": name, "data-testid": `tab-${name}` });
-    b.textContent = v.label;
+    b.textContent = VIEWS[name].label;
     L.on(b, "click", () => store.set({ view: name }));
     tabBtns.set(name, b);
     tabs.append(b);
@@ -52,7 +60,8 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
   for (const t of ["auto", "light", "dark"]) option(themeSel, t, `theme: ${t}`);
   if (Object.keys(meta.streams).length > 1) controls.append(streamSel);
   controls.append(layerSel, themeSel);
-  header.append(title, tabs, controls);
+  // One view: nothing to switch to, so no tab bar.
+  header.append(...(offered.length > 1 ? [title, tabs, controls] : [title, controls]));
   const notes = h("div", "attnscope-notes");
   notes.textContent = (meta.notes ?? []).join(" ");
   notes.hidden = !meta.notes?.length;
@@ -86,7 +95,9 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
 
   let current: { name: ViewName; cleanup: Cleanup } | null = null;
   function showView(): void {
-    const name = VIEWS[store.get().view] ? store.get().view : "head";
+    const name = store.get().view;
+    // A view this page or widget does not offer (a stale trait, a model-view click): show the first offered.
+    if (!offered.includes(name)) { store.set({ view: offered[0] as ViewName }); return; }
     if (current?.name === name) return;
     current?.cleanup();
     host.replaceChildren();

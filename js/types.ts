@@ -36,6 +36,8 @@ export interface Meta {
   neuron_unavailable?: string | null;
   notes?: string[];
   embedded?: boolean;
+  /** The views offered, in tab order; absent (older pages): all three. */
+  views?: ViewName[];
 }
 
 export type ViewName = "head" | "model" | "neuron";
