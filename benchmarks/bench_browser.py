@@ -101,24 +101,35 @@ class Chromium:
         return context, page, watch
 
     def measure(self, view: View, path: Path, *, repeats: int, limit_s: float) -> Timing:
-        """Load ``path`` up to ``repeats`` times until drawn; switch up to ``repeats`` times."""
+        """Load ``path`` up to ``repeats`` times until drawn; switch up to ``repeats`` times.
+
+        A step slower than 10 s is measured once; a step over the limit ends the
+        view's measurement, and its page's script is stopped so it can be closed.
+        """
         timing = Timing()
         for attempt in range(repeats):
             context, page, watch = self._page()
+            # Opened while the page is idle: a renderer stuck in a long task still
+            # answers Runtime.terminateExecution (V8 handles it off the main thread).
+            cdp = context.new_cdp_session(page)
+            stuck = False
             try:
                 drawn = self._drawn(page, path, view, limit_s)
                 if drawn is None:
                     timing.drawn_status = self._why(watch, f"> {limit_s:g} s")
-                    break
-                timing.drawn_ms.append(drawn)
-                if attempt == 0:
-                    self._switches(page, view, timing, repeats, limit_s)
+                    stuck = True
+                else:
+                    timing.drawn_ms.append(drawn)
+                    if attempt == 0:
+                        stuck = not self._switches(page, view, timing, repeats, limit_s)
             finally:
                 timing.page_problems += [
                     p for p in watch.problems() if p not in timing.page_problems
                 ]
+                if stuck:
+                    cdp.send("Runtime.terminateExecution")
                 context.close()
-            if drawn > ONE_RUN_ENOUGH_MS:
+            if stuck or drawn is None or drawn > ONE_RUN_ENOUGH_MS:
                 break
         return timing
 
@@ -140,19 +151,24 @@ class Chromium:
             return None
 
     @staticmethod
-    def _switches(page: Any, view: View, timing: Timing, repeats: int, limit_s: float) -> None:
+    def _switches(page: Any, view: View, timing: Timing, repeats: int, limit_s: float) -> bool:
+        """Time the view's switches; False when one ran over the limit (the page is busy)."""
         from playwright.sync_api import Error as PlaywrightError
 
         for action in view.switch_js[:repeats]:
             try:
                 page.evaluate(
+                    # Started from a timer so that evaluate returns at once: a view
+                    # whose handler blocks the page for minutes still meets the limit.
                     """(source) => {
                         window.__benchSwitch = null;
                         const act = eval(`(${source})`);
-                        const t0 = performance.now();
-                        act().then(
-                            () => { window.__benchSwitch = {ms: performance.now() - t0}; },
-                            (e) => { window.__benchSwitch = {error: String(e)}; });
+                        setTimeout(() => {
+                            const t0 = performance.now();
+                            act().then(
+                                () => { window.__benchSwitch = {ms: performance.now() - t0}; },
+                                (e) => { window.__benchSwitch = {error: String(e)}; });
+                        }, 0);
                     }""",
                     action,
                 )
@@ -162,10 +178,11 @@ class Chromium:
                 result = handle.json_value()
             except PlaywrightError:
                 timing.switch_status = f"> {limit_s:g} s"
-                return
+                return False
             if "error" in result:
                 timing.switch_status = f"failed: {result['error'][:120]}"
-                return
+                return True
             timing.switch_ms.append(float(result["ms"]))
             if result["ms"] > ONE_RUN_ENOUGH_MS:
-                return
+                return True
+        return True

@@ -10,7 +10,8 @@ How "drawn" is detected, from the HTML each peer produces:
 - bertviz head_view: the ``<g id="attention">`` group holds heads x n x n
   ``<line>`` elements (d3 creates them in one task);
 - bertviz model_view: the SVG holds layers x heads x n x n ``<line>``s;
-- CircuitsVis attention_heads: heads + 1 ``<canvas>`` (thumbnails + focus);
+- CircuitsVis attention_heads: heads + 1 ``<canvas>`` (thumbnails + focus),
+  each with painted pixels (React mounts the canvases before they are painted);
 - attnscope: its head view element says ``data-ready="true"`` and ``data-draws >= 1``.
 """
 
@@ -121,8 +122,20 @@ def circuitsvis_heads(run: Run, switches: int) -> View:
     rendered, view.python_s = timed(attention_heads, attention=layer0, tokens=run.tokens)
     # local_src inlines the JS bundle; str() would point at a CDN.
     view.html = rendered.local_src.encode()
-    view.drawn_js = f"""() => document.querySelectorAll("canvas").length >= {run.num_heads + 1}
-        && performance.now()"""
+    # React mounts the canvases before it paints them: wait for pixels in every one
+    # (a sample of the alpha channel).
+    view.drawn_js = f"""() => {{
+        const painted = (c) => {{
+            const ctx = c.width && c.height ? c.getContext("2d") : null;
+            if (!ctx) return false;
+            const px = ctx.getImageData(0, 0, c.width, c.height).data;
+            for (let i = 3; i < px.length; i += 4 * 7) if (px[i] !== 0) return true;
+            return false;
+        }};
+        const canvases = [...document.querySelectorAll("canvas")];
+        return canvases.length >= {run.num_heads + 1} && canvases.every(painted)
+            && performance.now();
+    }}"""
     view.switch_js = [
         f"""async () => {{
             const thumb = document.querySelectorAll("canvas")[{head}];

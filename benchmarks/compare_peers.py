@@ -42,6 +42,12 @@ PEERS: dict[str, Callable[[Run, int], View]] = {
     "bertviz model_view": bertviz_model,
     "circuitsvis attention_heads": circuitsvis_heads,
 }
+PEER_TOOLS = {
+    "bertviz-head": "bertviz head_view",
+    "bertviz-model": "bertviz model_view",
+    "circuitsvis": "circuitsvis attention_heads",
+}
+TOOLS = [*PEER_TOOLS, "attnscope"]
 # Bytes per attention value the peers spend (measured at 64-512 MiniLM tokens), used
 # to say how large their page would be where they are not attempted.
 PEER_BYTES_PER_VALUE = {
@@ -202,7 +208,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--long-layers", default="0,11", help="layers captured above 512 tokens")
     parser.add_argument("--no-browser", action="store_true", help="skip the chromium timings")
-    parser.add_argument("--peers-only", action="store_true", help="leave attnscope out")
+    parser.add_argument(
+        "--tools",
+        default=",".join(TOOLS),
+        help=f"comma-separated subset of {','.join(TOOLS)}",
+    )
     args = parser.parse_args(argv)
     sizes = QUICK_SIZES if args.quick else DEFAULT_SIZES
     if args.sizes:
@@ -210,6 +220,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.repeats = min(args.repeats, 2)
     long_layers = [int(x) for x in args.long_layers.split(",")]
+    tools = args.tools.split(",")
+    unknown = set(tools) - set(TOOLS)
+    if unknown:
+        parser.error(f"unknown tools {sorted(unknown)}; choose among {TOOLS}")
 
     started = time.perf_counter()
     table = Table()
@@ -221,10 +235,10 @@ def main(argv: list[str] | None = None) -> None:
             for tokens in sizes:
                 model_name = "minilm" if tokens <= MINILM_MAX_TOKENS else "gpt2"
                 run = forward(model_name, tokens, keep_attention=model_name == "minilm")
-                for tool in PEERS:
+                for tool in [PEER_TOOLS[t] for t in tools if t in PEER_TOOLS]:
                     peer_row(table, tool, run, chromium, folder, args)
                     gc.collect()
-                if not args.peers_only:
+                if "attnscope" in tools:
                     layers = None if model_name == "minilm" else long_layers
                     make = partial(attnscope_head, run, args.repeats, folder, layers)
                     view, timing = measure_view(make, chromium, folder, args)
