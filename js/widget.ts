@@ -1,5 +1,5 @@
 // anywidget glue only: traits ⇄ store, custom messages ⇄ DataSource, then the app.
-import { renderApp } from "./app";
+import { offeredViews, renderApp } from "./app";
 import { createChunkSource, decodeChunks, isChunksMessage, type RawBuffer } from "./data";
 import { createStore, sameValue } from "./state";
 import { SELECTION_KEYS, type AppState, type Cleanup, type Meta, type ModelLike, type Selection } from "./types";
@@ -51,11 +51,14 @@ export function mount(model: ModelLike, el: HTMLElement): Cleanup {
       model.on(`change:${k}`, fn);
       return [k, fn] as const;
     });
+    const offered = offeredViews(meta);
     const unsub = store.subscribe((changed) => {
       const state = store.get(); // fresh even when a subscriber set more in between
       let dirty = false;
       for (const k of SELECTION_KEYS) {
         if (!changed.has(k)) continue;
+        // Python refuses a view it does not offer; the app redirects it to one it does.
+        if (k === "view" && !offered.includes(state.view)) continue;
         if (!sameValue(model.get(k), state[k])) { model.set(k, state[k]); dirty = true; }
       }
       if (dirty) model.save_changes();

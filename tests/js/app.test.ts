@@ -62,5 +62,10 @@ describe("app views", () => {
     expect(model.get("view")).toBe("model");
     expect(model.log.saves).toBeGreaterThan(0);
     await until(() => el.querySelector<HTMLElement>('[data-testid="model-view"]')?.dataset.ready === "true");
+    // A cell click opens the head view where there is one; here the kernel never hears of it.
+    const canvas = el.querySelector<HTMLCanvasElement>('[data-testid="model-canvas"]')!;
+    canvas.dispatchEvent(new MouseEvent("click", { clientX: 40, clientY: 20, bubbles: true }));
+    expect(model.get("view")).toBe("model");
+    expect(model.log.sets.filter(([k, v]) => k === "view" && v !== "model")).toEqual([]);
   });
 });
