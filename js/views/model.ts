@@ -47,7 +47,12 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   const view = h("div", "attnscope-view attnscope-modelview", { "data-testid": "model-view", "data-ready": "false", "data-draws": "0" });
   const bar = h("div", "attnscope-toolbar");
   const hint = h("span", "attnscope-hint");
-  hint.textContent = "Rows: layers · columns: heads. Click a cell to open it in the head view, shift-click for the neuron view.";
+  const offered = meta.views ?? ["head", "model", "neuron"];
+  const opens = [
+    offered.includes("head") ? "click a cell to open it in the head view" : "",
+    offered.includes("neuron") ? "shift-click for the neuron view" : "",
+  ].filter(Boolean).join(", ");
+  hint.textContent = `Rows: layers · columns: heads. Hover a cell to enlarge it${opens ? `; ${opens}` : ""}.`;
   bar.append(hint);
   const status = h("div", "attnscope-status");
   const wrap = h("div", "attnscope-mv-wrap");

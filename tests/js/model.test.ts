@@ -93,3 +93,18 @@ describe("model view", () => {
     expect(svg.match(/<image /g)?.length).toBe(12);
   });
 });
+
+describe("model view hint", () => {
+  it("promises only the views the widget offers", () => {
+    const f = makeFixture({ layers: 2, heads: 2 });
+    const all = viewContext(f, { view: "model" });
+    renderModelView(all);
+    expect(all.root.textContent).toContain("open it in the head view");
+    const alone = viewContext(f, { view: "model" });
+    renderModelView({ ...alone, meta: { ...f.meta, views: ["model"] } });
+    const hint = alone.root.querySelector(".attnscope-hint")!.textContent!;
+    expect(hint).toContain("Hover a cell to enlarge it");
+    expect(hint).not.toContain("head view");
+    expect(hint).not.toContain("neuron");
+  });
+});
