@@ -61,7 +61,9 @@ def test_quickstart_in_jupyterlab_syncs_and_follows_theme_screenshot(
     assert lab.output_text(lab.run_code("print(w.heads)")).strip() == "[0, 2, 5]"
 
     # JupyterLab's dark theme reaches the widget (theme "auto").
+    # The server is shared by the session and another test may have left it dark.
     root = output.locator('[data-testid="attnscope-root"]')
+    lab.set_theme("JupyterLab Light")
     expect(root).to_have_attribute("data-theme", "light")
     lab.set_theme("JupyterLab Dark")
     expect(root).to_have_attribute("data-theme", "dark")
