@@ -10,6 +10,9 @@ import pytest
 # Add a module here when its docstrings carry examples.
 DOCTESTED_MODULES = (
     "attnscope.trace",
+    "attnscope.sequence",
+    "attnscope.stream",
+    "attnscope.trace_file",
     "attnscope.recompute",
     "attnscope.tokens",
     "attnscope._tensors",

@@ -16,8 +16,8 @@ __version__ = "0.1.0"
 
 _PUBLIC = {
     "AttentionTrace": "attnscope.trace",
-    "AttentionStream": "attnscope.trace",
-    "Tokens": "attnscope.trace",
+    "AttentionStream": "attnscope.stream",
+    "Tokens": "attnscope.sequence",
     "MultiHeadAttention": "attnscope.mha",
     "MultiHeadAttentionTrace": "attnscope.mha",
     "capture": "attnscope.adapters",
@@ -52,8 +52,10 @@ if TYPE_CHECKING:
     from attnscope.bertviz_compat import head_view, model_view
     from attnscope.export import save_html
     from attnscope.mha import MultiHeadAttention, MultiHeadAttentionTrace
+    from attnscope.sequence import Tokens
     from attnscope.show import show_head_view, show_model_view, show_neuron_view
-    from attnscope.trace import AttentionStream, AttentionTrace, Tokens
+    from attnscope.stream import AttentionStream
+    from attnscope.trace import AttentionTrace
     from attnscope.widget import AttentionWidget
 
 
