@@ -24,6 +24,7 @@ from typing import Any
 
 from bench_inputs import Run
 
+ATTNSCOPE = "attnscope (save_html page)"
 ATTNSCOPE_HEAD = '[data-testid="head-view"]'
 NEXT_FRAME = "await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));"
 
@@ -56,8 +57,8 @@ def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
 
 
 def _cycle(count: int, switches: int) -> list[int]:
-    """``switches`` targets among 1 .. count-1 (0 is what the view opens on)."""
-    return [(i % max(count - 1, 1)) + 1 for i in range(switches)]
+    """``switches`` targets, each different from the one before (the view opens on 0)."""
+    return [(i + 1) % max(count, 2) for i in range(switches)]
 
 
 def _layer_switches(run: Run, count: int, select: str) -> list[str]:
@@ -181,7 +182,7 @@ def widget_first_view_bytes(trace: Any, keys: list[str]) -> int:
 
 def attnscope_head(run: Run, switches: int, folder: Path, layers: list[int] | None = None) -> View:
     """attnscope's exported head view page, plus the widget's bytes for a first view."""
-    view = View("attnscope (save_html page)", run)
+    view = View(ATTNSCOPE, run)
     try:
         import attnscope
 
@@ -189,16 +190,20 @@ def attnscope_head(run: Run, switches: int, folder: Path, layers: list[int] | No
         path = folder / f"attnscope-{run.model_name}-{run.num_tokens}.html"
         _, save_s = timed(attnscope.save_html, trace, path)
         view.html = path.read_bytes()
-        view.extra["widget chunks, head view"] = widget_first_view_bytes(trace, ["top:self:0"])
+        head_bytes, widget_s = timed(widget_first_view_bytes, trace, ["top:self:0"])
+        view.extra["widget chunks, head view"] = head_bytes
         view.extra["widget chunks, model view"] = widget_first_view_bytes(trace, ["thumbs:self"])
-    except (ImportError, AttributeError, TypeError, NotImplementedError) as error:
-        view.status = f"not available yet: {type(error).__name__}: {error}"
+    except ImportError as error:  # no package or no JS bundle: say so in the row
+        view.status = f"not available: {error}"
         return view
     shown = run.num_layers if layers is None else len(layers)
     view.values = shown * run.num_heads * run.num_tokens**2
     # Capture runs the model once; what it adds on top of the forward pass is its cost.
     view.python_s = max(capture_s - run.forward_s, 0.0) + save_s
-    view.notes.append(f"capture {capture_s:.2f} s incl. forward, save_html {save_s:.2f} s")
+    view.notes.append(
+        f"capture {capture_s:.2f} s incl. forward, save_html {save_s:.2f} s, "
+        f"widget + first head-view chunk {widget_s:.2f} s"
+    )
     view.drawn_js = f"""() => {{
         const el = document.querySelector({ATTNSCOPE_HEAD!r});
         return !!el && el.dataset.ready === "true" && Number(el.dataset.draws) >= 1

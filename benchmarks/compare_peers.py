@@ -33,7 +33,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_browser import Chromium, Timing, median_ms
 from bench_inputs import MINILM_MAX_TOKENS, Run, forward
-from bench_views import View, attnscope_head, bertviz_head, bertviz_model, circuitsvis_heads
+from bench_views import (
+    ATTNSCOPE,
+    View,
+    attnscope_head,
+    bertviz_head,
+    bertviz_model,
+    circuitsvis_heads,
+)
 
 DEFAULT_SIZES = [16, 64, 256, 512, 1024, 2048, 4096]
 QUICK_SIZES = [16, 64]
@@ -70,7 +77,8 @@ def human_ms(values: list[float], status: str | None) -> str:
         return status or "n/a"
     ms = median_ms(values)
     text = f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.0f} ms"
-    return f"{text} (n={len(values)})"
+    then = f", then {status}" if status else ""  # a later repeat failed or ran over
+    return f"{text} (n={len(values)}{then})"
 
 
 class Table:
@@ -148,18 +156,34 @@ def peer_row(
         status = f"not attempted: page ≈ {human_bytes(expected)}"
         table.add(run, tool, [status], [f"at {PEER_BYTES_PER_VALUE[tool]:g} B/value"])
         return
+    tool_row(table, tool, partial(PEERS[tool], run, args.repeats), run, chromium, folder, args)
+
+
+def tool_row(
+    table: Table,
+    tool: str,
+    make: Callable[[], View],
+    run: Run,
+    chromium: Chromium | None,
+    folder: Path,
+    args: Any,
+    note: Callable[[], str] | None = None,
+) -> None:
+    """Measure one tool's view and add its row; a tool that breaks is a result, not a crash."""
     try:
-        view, timing = measure_view(partial(PEERS[tool], run, args.repeats), chromium, folder, args)
-    except Exception as error:  # a peer that breaks is a result, not a crash
+        view, timing = measure_view(make, chromium, folder, args)
+    except Exception as error:
         table.add(run, tool, [f"failed: {type(error).__name__}: {str(error)[:100]}"], [])
         return
+    if note is not None:
+        view.notes.append(note())
     table.view_row(view, timing)
 
 
 def memory_note(tokens: int, layers: list[int] | None) -> str:
     """Peak memory of capture and of a plain forward, each in a fresh process."""
+    notes = [f"layers={layers}"]
     script = Path(__file__).parent / "capture_memory.py"
-    notes = []
     for what in ("forward", "capture"):
         command = [sys.executable, str(script), str(tokens), "--what", what]
         if layers is not None:
@@ -241,10 +265,8 @@ def main(argv: list[str] | None = None) -> None:
                 if "attnscope" in tools:
                     layers = None if model_name == "minilm" else long_layers
                     make = partial(attnscope_head, run, args.repeats, folder, layers)
-                    view, timing = measure_view(make, chromium, folder, args)
-                    if model_name != "minilm":
-                        view.notes.append(f"layers={layers}; {memory_note(tokens, layers)}")
-                    table.view_row(view, timing)
+                    note = None if layers is None else partial(memory_note, tokens, layers)
+                    tool_row(table, ATTNSCOPE, make, run, chromium, folder, args, note)
                 del run
                 gc.collect()
     finally:
