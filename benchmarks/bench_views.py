@@ -210,7 +210,8 @@ def attnscope_head(run: Run, switches: int, folder: Path, layers: list[int] | No
             && performance.now();
     }}"""
     # The layer <select> fires the same store update a user's choice does; a switch is
-    # done when the head view has drawn again with the new layer's data in.
+    # done when the head view has drawn again with the new layer's data in (or fails
+    # with the message the view shows).
     view.switch_js = [
         f"""async () => {{
             const el = document.querySelector({ATTNSCOPE_HEAD!r});
@@ -219,6 +220,11 @@ def attnscope_head(run: Run, switches: int, folder: Path, layers: list[int] | No
             select.value = "{layer}";
             select.dispatchEvent(new Event("change", {{bubbles: true}}));
             while (Number(el.dataset.draws) <= before || el.dataset.ready !== "true") {{
+                // A layer the page left out (to bound its size) draws an error instead.
+                const error = el.querySelector('.attnscope-status[data-kind="error"]');
+                if (error && !error.hidden && Number(el.dataset.draws) > before) {{
+                    throw new Error(error.textContent);
+                }}
                 {NEXT_FRAME}
             }}
         }}"""
