@@ -101,9 +101,9 @@ The widget's state is a set of traits: what you click in the browser is in
     code(
         """
 print("layer", w.layer, "heads", w.heads, "query", w.query)
-w.layer = 3          # the view follows
-w.heads = [0, 5]     # only these heads' lines
-w.query = 3          # lock the query token "sat" ([CLS] is 0)
+w.layer = 3  # the view follows
+w.heads = [0, 5]  # only these heads' lines
+w.query = 3  # lock the query token "sat" ([CLS] is 0)
 print("layer", w.layer, "heads", w.heads, "query", w.query, "=", w.trace.tokens[w.query])
 """
     ),
@@ -129,8 +129,12 @@ the row of scores into attention weights.
 from attnscope import show_neuron_view
 
 show_neuron_view(
-    model, "The cat sat on the mat because it was tired.", tokenizer=tokenizer,
-    layer=2, head=1, query=3,
+    model,
+    "The cat sat on the mat because it was tired.",
+    tokenizer=tokenizer,
+    layer=2,
+    head=1,
+    query=3,
 )
 """
     ),
@@ -186,13 +190,14 @@ across more heads not add parameters?
     code(
         """
 import torch
+
 from attnscope import MultiHeadAttention
 
-torch.set_grad_enabled(False)   # we look, we do not train
+torch.set_grad_enabled(False)  # we look, we do not train
 torch.manual_seed(0)
 tokens = ["the", "cat", "sat", "on", "the", "mat"]
 d_model, num_heads = 32, 4
-x = torch.randn(1, len(tokens), d_model)   # (batch, sequence, features): stand-in embeddings
+x = torch.randn(1, len(tokens), d_model)  # (batch, sequence, features): stand-in embeddings
 mha = MultiHeadAttention(d_model, num_heads, causal=True).eval()
 """
     ),
@@ -212,17 +217,19 @@ mha = MultiHeadAttention(d_model, num_heads, causal=True).eval()
 B, L, _ = x.shape
 head_dim = d_model // num_heads
 
-def split_heads(t):                       # (B, L, d_model) -> (B, heads, L, head_dim)
+
+def split_heads(t):  # (B, L, d_model) -> (B, heads, L, head_dim)
     return t.view(B, L, num_heads, head_dim).transpose(1, 2)
+
 
 q = split_heads(mha.q_proj(x))
 k = split_heads(mha.k_proj(x))
 v = split_heads(mha.v_proj(x))
-scores = q @ k.transpose(-2, -1)                          # (B, heads, L, L)
-hidden = torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1)   # True = a future key
+scores = q @ k.transpose(-2, -1)  # (B, heads, L, L)
+hidden = torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1)  # True = a future key
 logits = (scores / head_dim**0.5).masked_fill(hidden, float("-inf"))
 weights = logits.softmax(dim=-1)
-context = weights @ v                                     # (B, heads, L, head_dim)
+context = weights @ v  # (B, heads, L, head_dim)
 out = mha.out_proj(context.transpose(1, 2).reshape(B, L, d_model))
 
 print(weights[0, 0].round(decimals=2))
@@ -255,10 +262,10 @@ token cannot change an *earlier* output; without it, it does.
     code(
         """
 bidirectional = MultiHeadAttention(d_model, num_heads, causal=False).eval()
-bidirectional.load_state_dict(mha.state_dict())      # same weights, no mask
+bidirectional.load_state_dict(mha.state_dict())  # same weights, no mask
 
 x_changed = x.clone()
-x_changed[0, -1] = torch.randn(d_model)               # change only the last token
+x_changed[0, -1] = torch.randn(d_model)  # change only the last token
 
 for name, module in [("causal", mha), ("no mask", bidirectional)]:
     moved = (module(x_changed) - module(x))[0, :-1].abs().max().item()
@@ -284,6 +291,7 @@ is the one that saves parameters: several query heads share one key/value head.
         """
 def count(module):
     return sum(p.numel() for p in module.parameters())
+
 
 print(f"{'heads':>5} {'kv heads':>8} {'head_dim':>8} {'parameters':>10}")
 for heads, kv in [(1, 1), (2, 2), (4, 4), (8, 8), (8, 2)]:
@@ -353,8 +361,13 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 decoder = GPT2LMHeadModel(
     GPT2Config(
-        vocab_size=tokenizer.vocab_size, n_positions=128, n_layer=2, n_head=4, n_embd=64,
-        bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
+        vocab_size=tokenizer.vocab_size,
+        n_positions=128,
+        n_layer=2,
+        n_head=4,
+        n_embd=64,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
     )
 ).eval()
 """
@@ -393,9 +406,16 @@ from transformers import T5Config, T5ForConditionalGeneration
 
 seq2seq = T5ForConditionalGeneration(
     T5Config(
-        vocab_size=tokenizer.vocab_size, d_model=64, d_ff=128, d_kv=16, num_layers=2,
-        num_decoder_layers=2, num_heads=4, pad_token_id=tokenizer.pad_token_id,
-        decoder_start_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.sep_token_id,
+        vocab_size=tokenizer.vocab_size,
+        d_model=64,
+        d_ff=128,
+        d_kv=16,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=4,
+        pad_token_id=tokenizer.pad_token_id,
+        decoder_start_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.sep_token_id,
     )
 ).eval()
 
@@ -414,7 +434,7 @@ w
     ),
     code(
         """
-w.stream = "decoder"   # the decoder's causal self-attention
+w.stream = "decoder"  # the decoder's causal self-attention
 print(w.stream, w.layer, w.heads)
 """
     ),
