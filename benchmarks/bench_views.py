@@ -180,15 +180,26 @@ def widget_first_view_bytes(trace: Any, keys: list[str]) -> int:
     return sum(sent)
 
 
-def attnscope_head(run: Run, switches: int, folder: Path, layers: list[int] | None = None) -> View:
-    """attnscope's exported head view page, plus the widget's bytes for a first view."""
+def attnscope_head(
+    run: Run,
+    switches: int,
+    folder: Path,
+    layers: list[int] | None = None,
+    page_max_bytes: int | None = None,
+) -> View:
+    """attnscope's exported head view page, plus the widget's bytes for a first view.
+
+    ``page_max_bytes`` overrides ``save_html``'s budget for embedded data; with the
+    default, long inputs leave some layers out of the page (a switch to one fails).
+    """
     view = View(ATTNSCOPE, run)
     try:
         import attnscope
 
         trace, capture_s = attnscope_capture(run, layers)
         path = folder / f"attnscope-{run.model_name}-{run.num_tokens}.html"
-        _, save_s = timed(attnscope.save_html, trace, path)
+        budget = {} if page_max_bytes is None else {"max_bytes": page_max_bytes}
+        _, save_s = timed(attnscope.save_html, trace, path, **budget)
         view.html = path.read_bytes()
         head_bytes, widget_s = timed(widget_first_view_bytes, trace, ["top:self:0"])
         view.extra["widget chunks, head view"] = head_bytes

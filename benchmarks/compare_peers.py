@@ -12,6 +12,12 @@ view is drawn and to switch layer (or the tool's nearest interaction). A
 tool that fails or exceeds the time limit is recorded as such. Sizes above
 512 use a randomly initialised 12 x 12 GPT-2-shaped model, attnscope only,
 with the capture's peak memory measured in a fresh process per size.
+
+The forward column is the eager forward pass the peers need. attnscope's
+Python time is what its capture adds to that (clamped at 0: with ``layers=``
+the layers not captured run on the faster sdpa path, so above 512 tokens a
+capture can beat the eager forward) plus ``save_html``; the raw capture,
+save and widget times are in the row's notes.
 """
 
 from __future__ import annotations
@@ -231,6 +237,11 @@ def main(argv: list[str] | None = None) -> None:
         "--limit", type=float, default=60.0, help="seconds allowed per browser step"
     )
     parser.add_argument("--long-layers", default="0,11", help="layers captured above 512 tokens")
+    parser.add_argument(
+        "--page-max-mb",
+        type=float,
+        help="attnscope page's budget for embedded attention (default: save_html's own)",
+    )
     parser.add_argument("--no-browser", action="store_true", help="skip the chromium timings")
     parser.add_argument(
         "--tools",
@@ -245,6 +256,7 @@ def main(argv: list[str] | None = None) -> None:
         args.repeats = min(args.repeats, 2)
     long_layers = [int(x) for x in args.long_layers.split(",")]
     tools = args.tools.split(",")
+    args.page_max_bytes = None if args.page_max_mb is None else int(args.page_max_mb * 1e6)
     unknown = set(tools) - set(TOOLS)
     if unknown:
         parser.error(f"unknown tools {sorted(unknown)}; choose among {TOOLS}")
@@ -264,7 +276,9 @@ def main(argv: list[str] | None = None) -> None:
                     gc.collect()
                 if "attnscope" in tools:
                     layers = None if model_name == "minilm" else long_layers
-                    make = partial(attnscope_head, run, args.repeats, folder, layers)
+                    make = partial(
+                        attnscope_head, run, args.repeats, folder, layers, args.page_max_bytes
+                    )
                     note = None if layers is None else partial(memory_note, tokens, layers)
                     tool_row(table, ATTNSCOPE, make, run, chromium, folder, args, note)
                 del run
