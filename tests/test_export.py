@@ -124,12 +124,14 @@ def test_script_end_tags_in_tokens_are_escaped() -> None:
 def test_budget_keeps_thumbnails_and_the_current_layer_first(qk_trace: AttentionTrace) -> None:
     w = AttentionWidget(qk_trace, layer=1)
     full = embedded(page_html(w), "attnscope-chunks")
-    budget = sum(len(full[k]["data"]) + 200 for k in all_keys(qk_trace, layer=1)[:3])
+    keys = all_keys(qk_trace, layer=1)
+    # Thumbnails, then every layer's top keys (current layer first) so the head view
+    # can switch layers, then the current layer's neuron data.
+    assert keys[:4] == ["thumbs:self", "top:self:1", "top:self:0", "qk:self:1:0"]
+    budget = sum(len(full[k]["data"]) + 200 for k in keys[:4])
     page = page_html(w, max_bytes=budget)
     chunks = embedded(page, "attnscope-chunks")
-    # Neuron view of the current layer's first head: its q/k, then its weights.
-    assert {"thumbs:self", "top:self:1", "qk:self:1:0"} <= set(chunks)
-    assert "top:self:0" not in chunks
+    assert set(chunks) == {"thumbs:self", "top:self:1", "top:self:0", "qk:self:1:0"}
     notes = embedded(page, "attnscope-state")["_meta"]["notes"]
     assert any("left out" in n and "max_bytes" in n for n in notes)
 

@@ -224,11 +224,13 @@ def all_keys(
     """The chunk keys that ``views`` need from ``trace``, most needed first.
 
     The order is what a page should hold when it cannot hold everything.
-    Thumbnails of every stream (model view) come first; then, for the given
-    stream and layer position and then the other layers outward from it, the
-    layer's top keys (head view) and each head's q/k with its full-resolution
-    weights (neuron view, which checks its softmax against them); then the
-    other streams. Full-resolution weights the model view only previews on
+    Thumbnails of every stream (model view) come first; then the top keys
+    (head view) of every layer, the given stream and layer position first and
+    the other layers outward from it, so the head view can switch to any
+    layer; then, in the same layer order, each head's q/k with its
+    full-resolution weights (neuron view, which checks its softmax against
+    them) — these grow with N² per head, so on long inputs they are the part
+    a budget cuts. Full-resolution weights the model view only previews on
     hover come last.
 
     Examples
@@ -245,19 +247,22 @@ def all_keys(
     first = stream if stream is not None else next(iter(trace.streams))
     names = [first, *(n for n in trace.streams if n != first)]
     keys = [f"thumbs:{n}" for n in names] if "model" in views else []
-    preview: list[str] = []
+    layer_order: list[tuple[str, int]] = []
     for name in names:
         s = trace.streams[name]
         start = min(layer, s.num_layers - 1) if name == first else 0
         order = sorted(range(s.num_layers), key=lambda p: (abs(p - start), p))
-        for position in order:
-            if "head" in views:
-                keys.append(f"top:{name}:{position}")
-            full = [f"attn:{name}:{position}:{h}" for h in range(s.num_heads)]
-            if "neuron" in views and s.has_qk:
-                keys += [k for h, a in enumerate(full) for k in (f"qk:{name}:{position}:{h}", a)]
-            elif "model" in views:
-                preview += full
+        layer_order += [(name, position) for position in order]
+    if "head" in views:
+        keys += [f"top:{name}:{position}" for name, position in layer_order]
+    preview: list[str] = []
+    for name, position in layer_order:
+        s = trace.streams[name]
+        full = [f"attn:{name}:{position}:{h}" for h in range(s.num_heads)]
+        if "neuron" in views and s.has_qk:
+            keys += [k for h, a in enumerate(full) for k in (f"qk:{name}:{position}:{h}", a)]
+        elif "model" in views:
+            preview += full
     return keys + preview
 
 
