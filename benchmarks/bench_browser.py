@@ -78,6 +78,7 @@ class Timing:
     drawn_status: str | None = None  # why drawn_ms is empty
     switch_status: str | None = None
     page_problems: list[str] = field(default_factory=list)
+    probes: dict[str, str] = field(default_factory=dict)  # interaction -> "12 ms" or why not
 
 
 class Chromium:
@@ -122,6 +123,7 @@ class Chromium:
                     timing.drawn_ms.append(drawn)
                     if attempt == 0:
                         stuck = not self._switches(page, view, timing, repeats, limit_s)
+                        stuck = stuck or not self._probes(page, view, timing, limit_s)
             finally:
                 timing.page_problems += [
                     p for p in watch.problems() if p not in timing.page_problems
@@ -151,32 +153,54 @@ class Chromium:
             return None
 
     @staticmethod
-    def _switches(page: Any, view: View, timing: Timing, repeats: int, limit_s: float) -> bool:
-        """Time the view's switches; False when one ran over the limit (the page is busy)."""
+    def _run(page: Any, action: str, limit_s: float) -> dict[str, Any] | None:
+        """Run one ``async () => void`` action; its time or error, or None past the limit."""
         from playwright.sync_api import Error as PlaywrightError
 
+        try:
+            page.evaluate(
+                # Started from a timer so that evaluate returns at once: a view
+                # whose handler blocks the page for minutes still meets the limit.
+                """(source) => {
+                    window.__benchSwitch = null;
+                    const act = eval(`(${source})`);
+                    setTimeout(() => {
+                        const t0 = performance.now();
+                        act().then(
+                            () => { window.__benchSwitch = {ms: performance.now() - t0}; },
+                            (e) => { window.__benchSwitch = {error: String(e)}; });
+                    }, 0);
+                }""",
+                action,
+            )
+            handle = page.wait_for_function(
+                "() => window.__benchSwitch", polling="raf", timeout=limit_s * 1000
+            )
+        except PlaywrightError:
+            return None
+        result: dict[str, Any] = handle.json_value()
+        return result
+
+    @classmethod
+    def _probes(cls, page: Any, view: View, timing: Timing, limit_s: float) -> bool:
+        """Time each of the view's probes once; False when one ran over the limit."""
+        for name, action in view.probes.items():
+            result = cls._run(page, action, limit_s)
+            if result is None:
+                timing.probes[name] = f"> {limit_s:g} s"
+                return False
+            if "error" in result:
+                timing.probes[name] = f"failed: {result['error'][:80]}"
+            else:
+                timing.probes[name] = f"{result['ms']:.0f} ms"
+        return True
+
+    @classmethod
+    def _switches(cls, page: Any, view: View, timing: Timing, repeats: int, limit_s: float) -> bool:
+        """Time the view's switches; False when one ran over the limit (the page is busy)."""
         for action in view.switch_js[:repeats]:
-            try:
-                page.evaluate(
-                    # Started from a timer so that evaluate returns at once: a view
-                    # whose handler blocks the page for minutes still meets the limit.
-                    """(source) => {
-                        window.__benchSwitch = null;
-                        const act = eval(`(${source})`);
-                        setTimeout(() => {
-                            const t0 = performance.now();
-                            act().then(
-                                () => { window.__benchSwitch = {ms: performance.now() - t0}; },
-                                (e) => { window.__benchSwitch = {error: String(e)}; });
-                        }, 0);
-                    }""",
-                    action,
-                )
-                handle = page.wait_for_function(
-                    "() => window.__benchSwitch", polling="raf", timeout=limit_s * 1000
-                )
-                result = handle.json_value()
-            except PlaywrightError:
+            result = cls._run(page, action, limit_s)
+            if result is None:
                 timing.switch_status = f"> {limit_s:g} s"
                 return False
             if "error" in result:

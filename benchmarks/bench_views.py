@@ -24,7 +24,8 @@ from typing import Any
 
 from bench_inputs import Run
 
-ATTNSCOPE = "attnscope (save_html page)"
+ATTNSCOPE_HEAD_ONLY = "attnscope head view page"
+ATTNSCOPE = "attnscope page, all views"
 ATTNSCOPE_HEAD = '[data-testid="head-view"]'
 NEXT_FRAME = "await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));"
 
@@ -44,6 +45,8 @@ class View:
     status: str | None = None  # set when the view could not be produced
     extra: dict[str, int] = field(default_factory=dict)  # other byte counts worth a row note
     notes: list[str] = field(default_factory=list)
+    # Other interactions, each timed once after the switches: name -> async () => void.
+    probes: dict[str, str] = field(default_factory=dict)
 
     @property
     def size(self) -> int | None:
@@ -186,20 +189,22 @@ def attnscope_head(
     folder: Path,
     layers: list[int] | None = None,
     page_max_bytes: int | None = None,
+    views: tuple[str, ...] = ("head", "model", "neuron"),
 ) -> View:
-    """attnscope's exported head view page, plus the widget's bytes for a first view.
+    """attnscope's exported page opened on the head view, plus the widget's first-view bytes.
 
-    ``page_max_bytes`` overrides ``save_html``'s budget for embedded data; with the
-    default, long inputs leave some layers out of the page (a switch to one fails).
+    ``views=("head",)`` is the like-for-like page for bertviz's head_view (which
+    holds only that view); the default holds all three. ``page_max_bytes``
+    overrides ``save_html``'s budget for embedded data.
     """
-    view = View(ATTNSCOPE, run)
+    view = View(ATTNSCOPE if len(views) == 3 else ATTNSCOPE_HEAD_ONLY, run)
     try:
         import attnscope
 
         trace, capture_s = attnscope_capture(run, layers)
-        path = folder / f"attnscope-{run.model_name}-{run.num_tokens}.html"
+        path = folder / f"attnscope-{run.model_name}-{run.num_tokens}-{len(views)}.html"
         budget = {} if page_max_bytes is None else {"max_bytes": page_max_bytes}
-        _, save_s = timed(attnscope.save_html, trace, path, **budget)
+        _, save_s = timed(attnscope.save_html, trace, path, views=views, **budget)
         view.html = path.read_bytes()
         head_bytes, widget_s = timed(widget_first_view_bytes, trace, ["top:self:0"])
         view.extra["widget chunks, head view"] = head_bytes
@@ -242,4 +247,41 @@ def attnscope_head(
         for layer in _cycle(shown, switches)
     ]
     view.switch_what = "layer (select)"
+    view.probes = attnscope_probes(views)
     return view
+
+
+def _redrawn(root: str, act: str) -> str:
+    """``async () => void`` that runs ``act`` and resolves when ``root`` has drawn again."""
+    return f"""async () => {{
+        const el = () => document.querySelector({root!r});
+        const before = el() ? Number(el().dataset.draws) : 0;
+        {act}
+        while (!el() || Number(el().dataset.draws) <= before || el().dataset.ready !== "true") {{
+            const error = el() && el().querySelector('.attnscope-status[data-kind="error"]');
+            if (error && !error.hidden) throw new Error(error.textContent);
+            {NEXT_FRAME}
+        }}
+    }}"""
+
+
+def attnscope_probes(views: tuple[str, ...]) -> dict[str, str]:
+    """Hover, head toggle and opening the other views, each timed until drawn."""
+    probes = {
+        "hover a token": _redrawn(
+            ATTNSCOPE_HEAD,
+            """const tok = document.querySelector('[data-side="query"] [data-i="1"]');
+            tok.dispatchEvent(new MouseEvent("mouseover", {bubbles: true}));""",
+        ),
+        "toggle a head": _redrawn(
+            ATTNSCOPE_HEAD,
+            """document.querySelector('.attnscope-swatch[data-head="1"]').click();""",
+        ),
+    }
+    for name in ("model", "neuron"):
+        if name in views:
+            probes[f"open the {name} view"] = _redrawn(
+                f'[data-testid="{name}-view"]',
+                f"""document.querySelector('[data-testid="tab-{name}"]').click();""",
+            )
+    return probes

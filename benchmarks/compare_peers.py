@@ -41,6 +41,7 @@ from bench_browser import Chromium, Timing, median_ms
 from bench_inputs import MINILM_MAX_TOKENS, Run, forward
 from bench_views import (
     ATTNSCOPE,
+    ATTNSCOPE_HEAD_ONLY,
     View,
     attnscope_head,
     bertviz_head,
@@ -60,7 +61,8 @@ PEER_TOOLS = {
     "bertviz-model": "bertviz model_view",
     "circuitsvis": "circuitsvis attention_heads",
 }
-TOOLS = [*PEER_TOOLS, "attnscope"]
+ATTNSCOPE_TOOLS = {"attnscope-head": ("head",), "attnscope": ("head", "model", "neuron")}
+TOOLS = [*PEER_TOOLS, *ATTNSCOPE_TOOLS]
 # Bytes per attention value the peers spend (measured at 64-512 MiniLM tokens), used
 # to say how large their page would be where they are not attempted.
 PEER_BYTES_PER_VALUE = {
@@ -119,6 +121,7 @@ class Table:
             return
         if timing is not None:
             notes.append(f"switch = {view.switch_what}")
+            notes += [f"{what}: {result}" for what, result in timing.probes.items()]
             notes += timing.page_problems[:2]
         size = view.size
         self.add(
@@ -274,13 +277,27 @@ def main(argv: list[str] | None = None) -> None:
                 for tool in [PEER_TOOLS[t] for t in tools if t in PEER_TOOLS]:
                     peer_row(table, tool, run, chromium, folder, args)
                     gc.collect()
-                if "attnscope" in tools:
-                    layers = None if model_name == "minilm" else long_layers
+                layers = None if model_name == "minilm" else long_layers
+                for tool, views in ATTNSCOPE_TOOLS.items():
+                    if tool not in tools:
+                        continue
                     make = partial(
-                        attnscope_head, run, args.repeats, folder, layers, args.page_max_bytes
+                        attnscope_head,
+                        run,
+                        args.repeats,
+                        folder,
+                        layers,
+                        args.page_max_bytes,
+                        views,
                     )
-                    note = None if layers is None else partial(memory_note, tokens, layers)
-                    tool_row(table, ATTNSCOPE, make, run, chromium, folder, args, note)
+                    # Peak memory is the capture's, the same for both pages: measured once.
+                    note = (
+                        partial(memory_note, tokens, layers)
+                        if layers is not None and tool == "attnscope"
+                        else None
+                    )
+                    name = ATTNSCOPE if len(views) == 3 else ATTNSCOPE_HEAD_ONLY
+                    tool_row(table, name, make, run, chromium, folder, args, note)
                 del run
                 gc.collect()
     finally:
