@@ -299,3 +299,14 @@ def test_chunk_cache_reuses_and_stays_bounded() -> None:
     ((content, buffers),) = replies
     assert buffers[0] == buffers[2]
     assert [c["key"] for c in content["chunks"]] == ["attn:self:1:2"] * 2
+
+
+def test_top_chunk_sends_one_byte_per_value_when_every_key_is_kept() -> None:
+    rng = np.random.default_rng(3)
+    short = rng.dirichlet(np.ones(6), size=(1, 2, 6)).astype(np.float32)
+    trace = AttentionTrace(list("abcdef"), short)
+    arrays = dict(encode_chunk(trace, parse_key("top:self:0", trace)))
+    assert set(arrays) == {"weight", "rowmax"}
+    assert arrays["weight"].nbytes == short[0].size  # one byte per attention value
+    decoded = arrays["weight"] / 255 * arrays["rowmax"][..., None]
+    assert np.abs(decoded - short[0]).max() <= arrays["rowmax"].max() / 510 + 1e-7

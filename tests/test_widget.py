@@ -187,8 +187,9 @@ def test_request_through_the_comm_message_path(pair_trace: AttentionTrace) -> No
     assert (spec["name"], spec["dtype"], spec["shape"]) == ("thumbs", "u8", [3, 4, 5, 5])
     assert np.frombuffer(buffers[spec["buffer"]], np.uint8).max() == 255
     by_name = {a["name"]: a for a in top["arrays"]}
-    assert by_name["index"]["dtype"] == "u16"
-    assert by_name["index"]["shape"] == [4, 5, 5]
+    # 5 keys, all kept: weights in key order at one byte each, no index needed.
+    assert "index" not in by_name
+    assert (by_name["weight"]["dtype"], by_name["weight"]["shape"]) == ("u8", [4, 5, 5])
     rowmax = np.frombuffer(buffers[by_name["rowmax"]["buffer"]], "<f4")
     np.testing.assert_allclose(rowmax, 0.2)
     assert bad == {"key": "attn:self:9:0", "error": bad["error"]}

@@ -65,7 +65,9 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   let sideK: Side = keySide(meta, stream());
 
   /** Keys per query in the loaded chunk (its shape is the truth; _meta only announces it). */
-  const topK = (): number => (chunk && !chunk.error ? arr(chunk, "index").shape[2] ?? stream().top_k : stream().top_k);
+  const topK = (): number => (chunk && !chunk.error ? arr(chunk, "weight").shape[2] ?? stream().top_k : stream().top_k);
+  /** Key of slot `t` in a row: the chunk's index, or the slot itself when every key is sent in order. */
+  const keyAt = (index: ArrayLike<number> | null, at: number, t: number): number => (index ? (index[at] as number) : t);
 
   function geometry(): { width: number; vh: number; rows: number; first: number; last: number; x0: number; x1: number } {
     const s = stream();
@@ -125,13 +127,13 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     const s = st();
     const f = hover?.side === "query" ? hover.i : hover ? -1 : s.query ?? -1;
     if (f < 0 || f >= sm.q_len || !chunk || chunk.error) return false;
-    const index = arr(chunk, "index").data, weight = arr(chunk, "weight").data, rowmax = arr(chunk, "rowmax").data;
+    const index = chunk.arrays.index?.data ?? null, weight = arr(chunk, "weight").data, rowmax = arr(chunk, "rowmax").data;
     const Q = sm.q_len, T = topK();
     for (const hd of s.heads) {
       if (hd >= sm.num_heads) continue;
       const rm = rowmax[hd * Q + f] as number, base = (hd * Q + f) * T;
       for (let t = 0; t < T; t++) {
-        const k = index[base + t] as number, w = ((weight[base + t] as number) / 255) * rm;
+        const k = keyAt(index, base + t, t), w = ((weight[base + t] as number) / 255) * rm;
         if (w > (keyW[k] as number)) keyW[k] = w;
       }
     }
@@ -175,7 +177,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     if (!chunk || chunk.error) return;
     const s = st();
     const sm = stream();
-    const index = arr(chunk, "index").data;
+    const index = chunk.arrays.index?.data ?? null;
     const weight = arr(chunk, "weight").data;
     const rowmax = arr(chunk, "rowmax").data;
     const H = sm.num_heads, Q = sm.q_len, T = topK();
@@ -200,7 +202,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
           for (let t = 0; t < T; t++) {
             const w8 = weight[base + t] as number;
             if (w8 === 0) continue;
-            const k = index[base + t] as number;
+            const k = keyAt(index, base + t, t);
             if (focusK >= 0 && k !== focusK) continue;
             if (filter !== "all" && !pairPasses(filter, segQ?.[q], segK?.[k])) continue;
             const b = Math.min(255, Math.floor(w8 * rm));

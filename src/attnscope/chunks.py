@@ -134,6 +134,10 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
         return [("thumbs", thumbnails(stream.attention, *thumb_shape(stream)))]
     assert key.layer is not None
     if key.kind == "top":
+        if stream_top_k(stream) >= stream.k_len:
+            # Every key is kept: the keys in their own order need no index (1 byte a value).
+            weight, rowmax = quantize_rows(stream.attention[key.layer])
+            return [("weight", weight), ("rowmax", rowmax)]
         index, weight, rowmax = top_keys(stream.attention[key.layer], stream_top_k(stream))
         return [("index", index), ("weight", weight), ("rowmax", rowmax)]
     assert key.head is not None

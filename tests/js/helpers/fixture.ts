@@ -119,6 +119,18 @@ export function makeFixture(o: FixtureOptions = {}): Fixture {
         rowmax[hi * Q + i] = rm;
         order.forEach((j, t) => { index[(hi * Q + i) * TK + t] = j; weight[(hi * Q + i) * TK + t] = Math.round((255 * (row[j] as number)) / rm); });
       }
+      if (TK === K) {
+        // As Python sends it when every key is kept: weights in key order, no index.
+        const inOrder = new Uint8Array(H * Q * K);
+        for (let hi = 0; hi < H; hi++) for (let i = 0; i < Q; i++) {
+          const at = (hi * Q + i) * K;
+          for (let t = 0; t < K; t++) inOrder[at + (index[at + t] as number)] = weight[at + t] as number;
+        }
+        return { key, arrays: [
+          { name: "weight", dtype: "u8", shape: [H, Q, K], bytes: inOrder },
+          { name: "rowmax", dtype: "f32", shape: [H, Q], bytes: bytesOf(rowmax) },
+        ] };
+      }
       return { key, arrays: [
         { name: "index", dtype: "u16", shape: [H, Q, TK], bytes: bytesOf(index) },
         { name: "weight", dtype: "u8", shape: [H, Q, TK], bytes: weight },
