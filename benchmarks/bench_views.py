@@ -278,10 +278,19 @@ def attnscope_probes(views: tuple[str, ...]) -> dict[str, str]:
             """document.querySelector('.attnscope-swatch[data-head="1"]').click();""",
         ),
     }
-    for name in ("model", "neuron"):
-        if name in views:
-            probes[f"open the {name} view"] = _redrawn(
-                f'[data-testid="{name}-view"]',
-                f"""document.querySelector('[data-testid="tab-{name}"]').click();""",
-            )
+    if "model" in views:
+        probes["open the model view"] = _redrawn(
+            '[data-testid="model-view"]',
+            """document.querySelector('[data-testid="tab-model"]').click();""",
+        )
+    if "neuron" in views:
+        # On the layer the page was saved on: a long page's budget keeps only that
+        # layer's q/k (the live widget serves any layer on request).
+        probes["open the neuron view (saved layer)"] = _redrawn(
+            '[data-testid="neuron-view"]',
+            """const select = document.querySelector('[data-testid="layer-select"]');
+            select.value = "0";
+            select.dispatchEvent(new Event("change", {bubbles: true}));
+            document.querySelector('[data-testid="tab-neuron"]').click();""",
+        )
     return probes
