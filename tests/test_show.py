@@ -102,6 +102,8 @@ def test_model_options_are_checked_before_the_model_runs(minilm: tuple[Any, Any]
         show_head_view(model, "text", sentence_b_start=3)
     with pytest.raises(TypeError, match="needs the text"):
         show_head_view(model)
+    with pytest.raises(ValueError, match="text is empty"):  # capture's own message
+        show_head_view(model, "  ")
 
 
 def test_neuron_view_needs_qk_in_a_trace() -> None:

@@ -139,7 +139,7 @@ def resolve_trace(
     kind = source_kind(source)
     build, widget = split_options(kind, options)
     if kind in ("model", "name"):
-        if text is None or (isinstance(text, str) and not text):
+        if text is None:
             raise TypeError(
                 "a model needs the text to run on: show_head_view(model, 'The cat sat', ...)."
             )
