@@ -150,9 +150,11 @@ def test_qk_chunk_reproduces_attention_rows() -> None:
 
 
 def test_qk_chunk_from_multi_head_attention_module() -> None:
-    torch = pytest.importorskip("torch")
-    mha = pytest.importorskip("attnscope.mha")
-    module = mha.MultiHeadAttention(16, 4, causal=True).eval()
+    import torch
+
+    from attnscope import MultiHeadAttention
+
+    module = MultiHeadAttention(16, 4, causal=True).eval()
     trace = AttentionTrace.from_module(module, torch.randn(1, 6, 16), list("abcdef"))
     for head in range(4):
         arrays = dict(encode_chunk(trace, parse_key(f"qk:self:0:{head}", trace)))

@@ -47,7 +47,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def browser() -> Iterator[Any]:
     """Headless Debian chromium, shared by the session."""
     if chromium_path() is None:
-        pytest.skip("chromium is not on PATH (apt-get install -y chromium; .ci/run does it)")
+        # Never a skip: a missing browser is a broken setup, not a passing test.
+        pytest.fail("chromium is not on PATH: apt-get install -y chromium (.ci/run does it)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
