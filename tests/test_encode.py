@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import json
 
 import numpy as np
@@ -272,17 +270,6 @@ def test_all_keys_cover_every_chunk_current_layer_first() -> None:
     assert len(keys) == len(set(keys)) == 1 + 2 * (1 + 4 + 4)
     for key in keys:
         parse_key(key, trace)
-
-
-@pytest.mark.parametrize(
-    "name",
-    ["encode", "chunks", "widget", "show", "bertviz_compat", "export"],
-)
-def test_docstring_examples(name: str) -> None:
-    module = importlib.import_module(f"attnscope.{name}")
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0
-    assert result.failed == 0
 
 
 def test_chunk_cache_reuses_and_stays_bounded() -> None:
