@@ -107,6 +107,9 @@ export function neuronRows(chunk: Chunk, query: number, recorded?: Chunk | null)
   return { D, K, q, qk, score, weight, masked, bias, scaling, softcap, sink, kvHead: scalar(chunk, "kv_head") ?? -1, maxQK, maxProd, maxWeight, recomputeError, recordedTolerance };
 }
 
+/** The `attn:` chunk holding the recorded weights of a `qk:` chunk's head. */
+const recordedKeyOf = (qkKey: string): string => qkKey.replace(/^qk:/, "attn:");
+
 /** Bar length as a fraction of the row's largest weight. */
 const barFrac = (w: number, r: NeuronRows): number => (r.maxWeight > 0 ? Math.max(0, Math.min(1, w / r.maxWeight)) : 0);
 
@@ -187,11 +190,10 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
   }
 
   function computeRows(): void {
-    const recordedKey = chunkKey.replace(/^qk:/, "attn:");
-    const key = `${chunkKey}|${queryIdx()}|${sortSel.value}|${data.peek(recordedKey) ? 1 : 0}`;
+    const recorded = data.peek(recordedKeyOf(chunkKey));
+    const key = `${chunkKey}|${queryIdx()}|${sortSel.value}|${recorded ? 1 : 0}`;
     if (key === rowsFor || !chunk || chunk.error) return;
     rowsFor = key;
-    const recorded = data.peek(chunkKey.replace(/^qk:/, "attn:"));
     rows = neuronRows(chunk, queryIdx(), recorded);
     const r = rows;
     order = Uint32Array.from({ length: r.K }, (_, i) => i);
@@ -316,8 +318,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
       const next = [s.head + 1, s.head - 1].filter((x) => x >= 0 && x < H).map((x) => `qk:${s.stream}:${s.layer}:${x}`);
       if (next.length) void data.request(next);
     }).catch(() => undefined);
-    const recordedKey = key.replace(/^qk:/, "attn:");
-    data.request([recordedKey]).then(() => { if (key === chunkKey) sched.request(); }).catch(() => undefined);
+    data.request([recordedKeyOf(key)]).then(() => { if (key === chunkKey) sched.request(); }).catch(() => undefined);
     sched.request();
   }
 

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from attnscope._tensors import stack_layers
 from attnscope.chunks import ViewName
-from attnscope.tokens import display_labels, guess_kinds
 from attnscope.trace import AttentionStream, AttentionTrace, Side, Tokens
 
 if TYPE_CHECKING:
@@ -234,9 +233,7 @@ def bertviz_trace(
 def _tokens(raw: Sequence[str] | None, what: str, prettify: bool) -> Tokens:
     if raw is None:
         raise ValueError(f"{what}= is needed: one token string per encoder position.")
-    strings = [str(t) for t in raw]
-    labels = display_labels(strings) if prettify else strings
-    return Tokens(labels, strings, guess_kinds(strings))
+    return Tokens.from_strings(raw, prettify=prettify)
 
 
 def _keep_layers(

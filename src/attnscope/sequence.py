@@ -93,6 +93,23 @@ class Tokens:
         }
 
     @classmethod
+    def from_strings(
+        cls, raw: Sequence[str], *, prettify: bool = True, segments: Sequence[int] | None = None
+    ) -> Tokens:
+        """Tokens from the tokenizer's strings alone: readable labels, kinds guessed.
+
+        Examples
+        --------
+        >>> Tokens.from_strings(["[CLS]", "Ġcat", "[PAD]"]).kinds
+        ('special', 'token', 'padding')
+        """
+        from attnscope.tokens import display_labels, guess_kinds
+
+        strings = [str(t) for t in raw]
+        labels = display_labels(strings) if prettify else strings
+        return cls(labels, strings, guess_kinds(strings), segments)
+
+    @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Tokens:
         """Inverse of :meth:`to_json`."""
         return cls(data["labels"], data.get("raw"), data.get("kinds"), data.get("segments"))

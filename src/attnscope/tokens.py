@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Literal
 
-TokenKind = Literal["token", "special", "padding"]
+from attnscope.sequence import TokenKind
 
 _SPECIAL = re.compile(r"^(\[[A-Z_]+\]|<\|?[^<>\s]{1,40}\|?>)$")
 _PADDING = {"[PAD]", "<pad>", "<|pad|>", "<|endoftext|>PAD"}

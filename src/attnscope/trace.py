@@ -290,7 +290,6 @@ class AttentionTrace:
         (1, 2, 3, 3)
         """
         from attnscope._tensors import stack_layers
-        from attnscope.tokens import display_labels, guess_kinds
 
         stacked = stack_layers(attention, batch_index=batch_index)
         raw = [str(t) for t in tokens]
@@ -299,7 +298,6 @@ class AttentionTrace:
                 f"attention covers {stacked.shape[-2]}x{stacked.shape[-1]} positions but "
                 f"{len(raw)} tokens were given; pass one token per position."
             )
-        labels = display_labels(raw) if prettify_tokens else raw
         segments = None
         if sentence_b_start is not None:
             if not 0 < sentence_b_start < len(raw):
@@ -308,14 +306,8 @@ class AttentionTrace:
                     f"{len(raw)} tokens (1..{len(raw) - 1})."
                 )
             segments = [0 if i < sentence_b_start else 1 for i in range(len(raw))]
-        return cls(
-            labels,
-            stacked,
-            raw_tokens=raw,
-            token_kinds=guess_kinds(raw),
-            segments=segments,
-            metadata={"source": "tensors"},
-        )
+        source = Tokens.from_strings(raw, prettify=prettify_tokens, segments=segments)
+        return cls(source, stacked, metadata={"source": "tensors"})
 
     @classmethod
     def from_module(

@@ -7,7 +7,8 @@ from typing import Any
 import torch
 
 from attnscope.adapters.tokenize import Encoded, encode_text
-from attnscope.tokens import TokenKind, display_labels
+from attnscope.sequence import TokenKind
+from attnscope.tokens import display_labels
 from attnscope.trace import Tokens
 
 MAX_NEW_TOKENS = 20

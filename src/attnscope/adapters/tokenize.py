@@ -12,7 +12,8 @@ from typing import Any
 
 import torch
 
-from attnscope.tokens import TokenKind, display_labels, offset_labels
+from attnscope.sequence import TokenKind
+from attnscope.tokens import display_labels, offset_labels
 from attnscope.trace import Tokens
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from attnscope.adapters.tokenize import Encoded
-from attnscope.tokens import TokenKind
+from attnscope.sequence import TokenKind
 from attnscope.trace import Tokens
 
 
