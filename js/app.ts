@@ -1,5 +1,7 @@
 // The app shell shared by the notebook widget and the exported page: tabs,
 // stream/layer/theme selectors, keyboard, and the current view.
+import { THEME_LABELS, VIEW_LABELS } from "./labels";
+import { THEMES, VIEWS } from "./selection";
 import { resolveTheme, watchHostTheme } from "./theme";
 import { defaultQuery, querySide, streamOf } from "./tokens";
 import type { AppState, Cleanup, DataSource, Meta, Store, ViewContext, ViewName } from "./types";
@@ -8,10 +10,10 @@ import { renderHeadView } from "./views/head";
 import { renderModelView } from "./views/model";
 import { renderNeuronView } from "./views/neuron";
 
-const VIEWS: Record<ViewName, { label: string; render: (ctx: ViewContext) => Cleanup }> = {
-  head: { label: "Head", render: renderHeadView },
-  model: { label: "Model", render: renderModelView },
-  neuron: { label: "Neuron", render: renderNeuronView },
+const RENDERERS: Record<ViewName, (ctx: ViewContext) => Cleanup> = {
+  head: renderHeadView,
+  model: renderModelView,
+  neuron: renderNeuronView,
 };
 
 export interface AppOptions {
@@ -24,9 +26,8 @@ export interface AppOptions {
 
 /** The views `meta` offers, in tab order: known names only, each once; all three when absent or empty. */
 export function offeredViews(meta: Meta): ViewName[] {
-  const all = Object.keys(VIEWS) as ViewName[];
-  const known = (meta.views ?? []).filter((v, i, list) => all.includes(v) && list.indexOf(v) === i);
-  return known.length ? known : all;
+  const known = (meta.views ?? []).filter((v, i, list) => VIEWS.includes(v) && list.indexOf(v) === i);
+  return known.length ? known : [...VIEWS];
 }
 
 function option(sel: HTMLSelectElement, value: string, label: string): void {
@@ -47,7 +48,7 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
   const tabBtns = new Map<ViewName, HTMLButtonElement>();
   for (const name of offered) {
     const b = h("button", "attnscope-tab", { type: "button", role: "tab", "data-view": name, "data-testid": `tab-${name}` });
-    b.textContent = VIEWS[name].label;
+    b.textContent = VIEW_LABELS[name];
     L.on(b, "click", () => store.set({ view: name }));
     tabBtns.set(name, b);
     tabs.append(b);
@@ -57,7 +58,7 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
   for (const [k, s] of Object.entries(meta.streams)) option(streamSel, k, s.label ?? k);
   const layerSel = h("select", "attnscope-select", { "aria-label": "Layer", "data-testid": "layer-select" });
   const themeSel = h("select", "attnscope-select", { "aria-label": "Theme", "data-testid": "theme-select" });
-  for (const t of ["auto", "light", "dark"]) option(themeSel, t, `theme: ${t}`);
+  for (const t of THEMES) option(themeSel, t, THEME_LABELS[t]);
   if (Object.keys(meta.streams).length > 1) controls.append(streamSel);
   controls.append(layerSel, themeSel);
   // One view: nothing to switch to, so no tab bar.
@@ -101,7 +102,7 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
     if (current?.name === name) return;
     current?.cleanup();
     host.replaceChildren();
-    current = { name, cleanup: VIEWS[name].render({ meta, store, data, root: host }) };
+    current = { name, cleanup: RENDERERS[name]({ meta, store, data, root: host }) };
   }
 
   function sync(): void {

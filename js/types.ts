@@ -44,7 +44,10 @@ export type ViewName = "head" | "model" | "neuron";
 export type PairFilter = "all" | "AA" | "AB" | "BA" | "BB";
 export type ThemeSetting = "auto" | "light" | "dark";
 
-/** The synced selection: one field per trait. */
+/**
+ * The synced selection: one field per trait, as the store holds it (`stream`
+ * resolved). Its fields are the schema's (js/selection.ts fails to compile otherwise).
+ */
 export interface Selection {
   view: ViewName;
   stream: string;
@@ -56,10 +59,6 @@ export interface Selection {
   pair_filter: PairFilter;
   theme: ThemeSetting;
 }
-
-export const SELECTION_KEYS: readonly (keyof Selection)[] = [
-  "view", "stream", "layer", "heads", "head", "query", "key", "pair_filter", "theme",
-];
 
 /** Selection plus state that lives only in the browser. */
 export interface AppState extends Selection {

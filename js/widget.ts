@@ -2,19 +2,18 @@
 import { offeredViews, renderApp } from "./app";
 import { createChunkSource, decodeChunks, isChunksMessage, type RawBuffer } from "./data";
 import { createStore, sameValue } from "./state";
-import { SELECTION_KEYS, type AppState, type Cleanup, type Meta, type ModelLike, type Selection } from "./types";
+import { DEFAULT_SELECTION, SELECTION_KEYS } from "./selection";
+import type { AppState, Cleanup, Meta, ModelLike, Selection } from "./types";
 
-const DEFAULTS: Selection = {
-  view: "head", stream: "self", layer: 0, heads: [], head: 0, query: null, key: null, pair_filter: "all", theme: "auto",
-};
-
+/** The model's selection, the schema's default for each trait it lacks; the stream resolved against `meta`. */
 function readSelection(model: ModelLike, meta: Meta): Selection {
-  const sel = { ...DEFAULTS } as Record<string, unknown>;
+  const sel: Record<string, unknown> = { ...DEFAULT_SELECTION };
   for (const k of SELECTION_KEYS) {
     const v = model.get(k);
     if (v !== undefined) sel[k] = v;
   }
-  if (!meta.streams[sel.stream as string]) sel.stream = Object.keys(meta.streams)[0] ?? "self";
+  // The default stream (null) and a stream this trace lacks both mean its first one.
+  if (typeof sel.stream !== "string" || !meta.streams[sel.stream]) sel.stream = Object.keys(meta.streams)[0];
   return sel as unknown as Selection;
 }
 

@@ -2,6 +2,8 @@
 // from the top-k chunk. Virtualised rows, one canvas pass, capped line count.
 import { headColor, hex, readTheme, rgba, textOn, type ThemeColors } from "../colors";
 import { arr } from "../data";
+import { PAIR_FILTER_LABELS } from "../labels";
+import { PAIR_FILTERS } from "../selection";
 import { saveButtons, svgDocument, xmlEscape } from "../export_image";
 import { keySide, pairPasses, querySide, streamOf, tokenClasses, type Side } from "../tokens";
 import type { AppState, Chunk, Cleanup, ViewContext } from "../types";
@@ -107,9 +109,9 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     pairSelect = null;
     if (!sideQ.segments || !sideK.segments) return;
     const sel = h("select", "attnscope-select", { "aria-label": "Sentence pair filter", "data-testid": "pair-filter" });
-    for (const [v, label] of [["all", "pairs: all"], ["AA", "A → A"], ["AB", "A → B"], ["BA", "B → A"], ["BB", "B → B"]] as const) {
+    for (const v of PAIR_FILTERS) {
       const o = h("option", "", { value: v });
-      o.textContent = label;
+      o.textContent = PAIR_FILTER_LABELS[v];
       sel.append(o);
     }
     sel.value = st().pair_filter;

@@ -1,5 +1,6 @@
 // A tiny trace computed in JS, served as protocol chunks (docs/protocol.md).
 import type { AppState, Meta, TokenKind } from "../../../js/types";
+import { DEFAULT_SELECTION } from "../../../js/selection";
 import { createStore } from "../../../js/state";
 import { createChunkSource, decodeChunks, type ChunksMessage } from "../../../js/data";
 
@@ -181,8 +182,8 @@ export function makeFixture(o: FixtureOptions = {}): Fixture {
 /** A store + DataSource for driving a view directly. */
 export function viewContext(f: Fixture, patch: Partial<AppState> = {}) {
   const store = createStore<AppState>({
-    view: "head", stream: "self", layer: 0, heads: Array.from({ length: f.H }, (_, i) => i), head: 0,
-    query: null, key: null, pair_filter: "all", theme: "light", resolved_theme: "light", theme_rev: 0, ...patch,
+    ...DEFAULT_SELECTION, stream: "self", heads: Array.from({ length: f.H }, (_, i) => i), theme: "light",
+    resolved_theme: "light", theme_rev: 0, ...patch,
   });
   const requested: string[][] = [];
   const data = createChunkSource((keys) => {
