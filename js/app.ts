@@ -1,7 +1,8 @@
 // The app shell shared by the notebook widget and the exported page: tabs,
 // stream/layer/theme selectors, keyboard, and the current view.
 import { THEME_LABELS, VIEW_LABELS } from "./labels";
-import { THEMES, VIEWS } from "./selection";
+import { offeredViews } from "./offered_views";
+import { THEMES } from "./selection";
 import { resolveTheme, watchHostTheme } from "./theme";
 import { defaultQuery, querySide, streamOf } from "./tokens";
 import type { AppState, Cleanup, DataSource, Meta, Store, ViewContext, ViewName } from "./types";
@@ -22,12 +23,6 @@ export interface AppOptions {
   data: DataSource;
   /** The element the app fills (the widget's `el`, or the page's root div). */
   el: HTMLElement;
-}
-
-/** The views `meta` offers, in tab order: known names only, each once; all three when absent or empty. */
-export function offeredViews(meta: Meta): ViewName[] {
-  const known = (meta.views ?? []).filter((v, i, list) => VIEWS.includes(v) && list.indexOf(v) === i);
-  return known.length ? known : [...VIEWS];
 }
 
 function option(sel: HTMLSelectElement, value: string, label: string): void {

@@ -1,5 +1,6 @@
 // anywidget glue only: traits ⇄ store, custom messages ⇄ DataSource, then the app.
-import { offeredViews, renderApp } from "./app";
+import { renderApp } from "./app";
+import { offeredViews } from "./offered_views";
 import { createChunkSource, decodeChunks, isChunksMessage, type RawBuffer } from "./data";
 import { createStore, sameValue } from "./state";
 import { DEFAULT_SELECTION, SELECTION_KEYS } from "./selection";

@@ -1,6 +1,7 @@
 // Head view: query tokens left, key tokens right, one line per (query, key, head)
 // from the top-k chunk. Virtualised rows, one canvas pass, capped line count.
 import { headColor, hex, readTheme, rgba, textOn, type ThemeColors } from "../colors";
+import { topKey } from "../chunk_keys";
 import { arr } from "../data";
 import { PAIR_FILTER_LABELS } from "../labels";
 import { PAIR_FILTERS } from "../selection";
@@ -308,7 +309,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
 
   function load(): void {
     const s = st();
-    const key = `top:${s.stream}:${s.layer}`;
+    const key = topKey(s.stream, s.layer);
     if (key === chunkKey && chunk) return;
     chunkKey = key;
     const cached = data.peek(key);
@@ -324,7 +325,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
       else setStatus(status, null);
       sched.request();
       const L2 = streamOf(meta, s.stream).layers.length;
-      const next = [s.layer + 1, s.layer - 1].filter((l) => l >= 0 && l < L2).map((l) => `top:${s.stream}:${l}`);
+      const next = [s.layer + 1, s.layer - 1].filter((l) => l >= 0 && l < L2).map((l) => topKey(s.stream, l));
       if (next.length) void data.request(next);
     }).catch(() => undefined);
     sched.request();

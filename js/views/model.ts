@@ -3,6 +3,8 @@
 import { hex, readTheme, weightLut, type ThemeColors } from "../colors";
 import { arr } from "../data";
 import { saveButtons, svgDocument, xmlEscape } from "../export_image";
+import { attnKey, thumbsKey } from "../chunk_keys";
+import { offeredViews } from "../offered_views";
 import { streamOf } from "../tokens";
 import type { Chunk, Cleanup, ViewContext } from "../types";
 import { h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, watchResize, widthOf } from "./common";
@@ -47,7 +49,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   const view = h("div", "attnscope-view attnscope-modelview", { "data-testid": "model-view", "data-ready": "false", "data-draws": "0" });
   const bar = h("div", "attnscope-toolbar");
   const hint = h("span", "attnscope-hint");
-  const offered = meta.views ?? ["head", "model", "neuron"];
+  const offered = offeredViews(meta);
   const opens = [
     offered.includes("head") ? "click a cell to open it in the head view" : "",
     offered.includes("neuron") ? "shift-click for the neuron view" : "",
@@ -69,7 +71,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   let theme: ThemeColors = readTheme(root, store.get().resolved_theme === "dark");
   let lut = weightLut(theme);
   let thumbs: Chunk | null = null;
-  let thumbsKey = "";
+  let loadedKey = "";
   let geo: GridGeometry = { cell: 0, width: 0, height: 0 };
   let image: ImageData | null = null;
   let hoverCell: { l: number; h: number } | null = null;
@@ -126,13 +128,13 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   const sched = scheduler(draw);
 
   function load(): void {
-    const key = `thumbs:${store.get().stream}`;
-    if (key === thumbsKey) return;
-    thumbsKey = key;
+    const key = thumbsKey(store.get().stream);
+    if (key === loadedKey) return;
+    loadedKey = key;
     thumbs = data.peek(key) ?? null;
     if (!thumbs) setStatus(status, "Loading thumbnails…");
     data.request([key]).then((m) => {
-      if (key !== thumbsKey) return;
+      if (key !== loadedKey) return;
       thumbs = m.get(key) ?? { key, arrays: {}, error: "missing" };
       setStatus(status, thumbs.error ? `Could not load ${key}: ${thumbs.error}` : null, thumbs.error ? "error" : "info");
       sched.request();
@@ -157,7 +159,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     const c = sizeCanvas(pcanvas, PREVIEW, PREVIEW);
     if (!c) return;
     const img = c.createImageData(PREVIEW, PREVIEW);
-    const full = data.peek(`attn:${s.stream}:${cell.l}:${cell.h}`);
+    const full = data.peek(attnKey(s.stream, cell.l, cell.h));
     if (full && !full.error) {
       const rm = arr(full, "rowmax").data;
       let mx = 0;
@@ -186,7 +188,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     hoverCell = cell;
     drawPreview(cell);
     if (hoverTimer) clearTimeout(hoverTimer);
-    const key = `attn:${store.get().stream}:${cell.l}:${cell.h}`;
+    const key = attnKey(store.get().stream, cell.l, cell.h);
     if (data.peek(key)) return;
     hoverTimer = setTimeout(() => {
       hoverTimer = null;

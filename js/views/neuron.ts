@@ -1,6 +1,7 @@
 // Neuron view: why a weight is what it is. For one layer, head and query token:
 // q, every k, q×k per dimension, q·k, scale, bias/softcap/sink, and the softmax weight.
 import { diverging, hex, readTheme, type ThemeColors } from "../colors";
+import { attnKey, qkKey } from "../chunk_keys";
 import { arr } from "../data";
 import { saveButtons, svgDocument } from "../export_image";
 import { defaultQuery, keySide, querySide, streamOf, tokenClasses, type Side } from "../tokens";
@@ -107,9 +108,6 @@ export function neuronRows(chunk: Chunk, query: number, recorded?: Chunk | null)
   return { D, K, q, qk, score, weight, masked, bias, scaling, softcap, sink, kvHead: scalar(chunk, "kv_head") ?? -1, maxQK, maxProd, maxWeight, recomputeError, recordedTolerance };
 }
 
-/** The `attn:` chunk holding the recorded weights of a `qk:` chunk's head. */
-const recordedKeyOf = (qkKey: string): string => qkKey.replace(/^qk:/, "attn:");
-
 /** Bar length as a fraction of the row's largest weight. */
 const barFrac = (w: number, r: NeuronRows): number => (r.maxWeight > 0 ? Math.max(0, Math.min(1, w / r.maxWeight)) : 0);
 
@@ -155,6 +153,8 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
   let theme: ThemeColors = readTheme(root, st().resolved_theme === "dark");
   let chunk: Chunk | null = null;
   let chunkKey = "";
+  /** The same head's `attn:` chunk: the weights the model returned, to check softmax(score) against. */
+  let recordedKey = "";
   let rows: NeuronRows | null = null;
   let rowsFor = "";
   let order: Uint32Array = new Uint32Array(0);
@@ -190,7 +190,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
   }
 
   function computeRows(): void {
-    const recorded = data.peek(recordedKeyOf(chunkKey));
+    const recorded = data.peek(recordedKey);
     const key = `${chunkKey}|${queryIdx()}|${sortSel.value}|${recorded ? 1 : 0}`;
     if (key === rowsFor || !chunk || chunk.error) return;
     rowsFor = key;
@@ -302,9 +302,10 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
   function load(): void {
     if (reason()) { sched.request(); return; }
     const s = st();
-    const key = `qk:${s.stream}:${s.layer}:${s.head}`;
+    const key = qkKey(s.stream, s.layer, s.head);
     if (key === chunkKey && chunk) return;
     chunkKey = key;
+    recordedKey = attnKey(s.stream, s.layer, s.head);
     rowsFor = "";
     rows = null;
     chunk = data.peek(key) ?? null;
@@ -315,10 +316,10 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
       setStatus(status, chunk.error ? `Could not load ${key}: ${chunk.error}` : null, chunk.error ? "error" : "info");
       sched.request();
       const H = stream().num_heads;
-      const next = [s.head + 1, s.head - 1].filter((x) => x >= 0 && x < H).map((x) => `qk:${s.stream}:${s.layer}:${x}`);
+      const next = [s.head + 1, s.head - 1].filter((x) => x >= 0 && x < H).map((x) => qkKey(s.stream, s.layer, x));
       if (next.length) void data.request(next);
     }).catch(() => undefined);
-    data.request([recordedKeyOf(key)]).then(() => { if (key === chunkKey) sched.request(); }).catch(() => undefined);
+    data.request([recordedKey]).then(() => { if (key === chunkKey) sched.request(); }).catch(() => undefined);
     sched.request();
   }
 

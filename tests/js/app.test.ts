@@ -1,5 +1,6 @@
 // The app shell (js/app.ts): tabs per `_meta.views`, no tab bar for one view, views not offered redirected.
-import { offeredViews, renderApp } from "../../js/app";
+import { renderApp } from "../../js/app";
+import { offeredViews } from "../../js/offered_views";
 import type { Meta, ViewName } from "../../js/types";
 import widget from "../../js/widget";
 import { installCanvas } from "./helpers/canvas";

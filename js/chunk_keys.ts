@@ -1,0 +1,14 @@
+// Chunk keys (docs/protocol.md, "Chunks"): the front end builds them here only,
+// so the shape of a key is written once. `layer` is the layer's position in the stream.
+
+/** Every layer and head's thumbnail (model view). */
+export const thumbsKey = (stream: string): string => `thumbs:${stream}`;
+
+/** One layer's strongest keys per query, every head (head view). */
+export const topKey = (stream: string, layer: number): string => `top:${stream}:${layer}`;
+
+/** One head at full resolution (model-view preview; the neuron view's recorded weights). */
+export const attnKey = (stream: string, layer: number, head: number): string => `attn:${stream}:${layer}:${head}`;
+
+/** One head's q and k vectors (neuron view). */
+export const qkKey = (stream: string, layer: number, head: number): string => `qk:${stream}:${layer}:${head}`;

@@ -1,0 +1,10 @@
+// Which views a widget or page offers: the app's tabs, the model view's hint and
+// the glue's trait writes all ask here.
+import { VIEWS } from "./selection";
+import type { Meta, ViewName } from "./types";
+
+/** The views `meta` offers, in tab order: known names only, each once; all of them when absent or empty. */
+export function offeredViews(meta: Meta): ViewName[] {
+  const known = (meta.views ?? []).filter((v, i, list) => VIEWS.includes(v) && list.indexOf(v) === i);
+  return known.length ? known : [...VIEWS];
+}
