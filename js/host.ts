@@ -1,13 +1,15 @@
-// In-page model host for the exported page: the anywidget model API over the
-// saved state, answering chunk requests from the embedded, compressed chunks.
+// In-page model host for the exported page: the part of anywidget's model API the
+// binding uses, over the saved state, answering chunk requests from the embedded,
+// compressed chunks.
 import { inflateBase64, splitConcatenated, type ArraySpec } from "./data";
-import type { Chunk, ModelLike } from "./types";
+import type { ModelHost, WidgetTraits } from "./traits";
+import type { Chunk } from "./types";
 
 export interface EmbeddedChunk { arrays?: ArraySpec[]; data?: string; error?: string }
 
 type Callback = (...args: any[]) => void;
 
-export interface PageHost extends ModelLike {
+export interface PageHost extends ModelHost {
   /** Chunks decoded so far (for tests). */
   readonly decoded: Map<string, Chunk>;
 }
@@ -43,7 +45,8 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
 
   return {
     decoded,
-    get: (key) => values.get(key),
+    // save_html wrote the state from the widget's traits, so it holds their types.
+    get: <K extends keyof WidgetTraits>(key: K) => values.get(key) as WidgetTraits[K],
     set(key, value) {
       values.set(key, value);
       emit(`change:${key}`, value);

@@ -4,8 +4,8 @@
 import schema from "../src/attnscope/encode/selection.json";
 import type { PairFilter, Selection, ThemeSetting, ViewName } from "./types";
 
-/** The selection as the schema gives its defaults: `stream` null stands for the trace's first stream. */
-export type SelectionDefaults = Omit<Selection, "stream"> & { stream: string | null };
+/** The selection as traits carry it and the schema gives its defaults: `stream` null stands for the trace's first stream. */
+export type SelectionTraits = Omit<Selection, "stream"> & { stream: string | null };
 
 // JSON imports keep property names in their type (though not literal values):
 // tsc fails on the line below when the schema's fields and `Selection` drift apart.
@@ -20,12 +20,12 @@ export const SELECTION_KEYS: readonly (keyof Selection)[] = Object.freeze(Object
  * Each field's default. The literal values are the schema's; the vitest in
  * tests/js/selection.test.ts checks them against the TypeScript unions.
  */
-export const DEFAULT_SELECTION: Readonly<SelectionDefaults> = Object.freeze(
+export const DEFAULT_SELECTION: Readonly<SelectionTraits> = Object.freeze(
   Object.fromEntries(SELECTION_KEYS.map((k) => {
     const value: unknown = schema.fields[k].default;
     // Frozen so that a reader can never change the default for everyone after it.
     return [k, Array.isArray(value) ? Object.freeze([...value]) : value];
-  })) as unknown as SelectionDefaults,
+  })) as unknown as SelectionTraits,
 );
 
 /** The views in their default tab order. */

@@ -1,8 +1,8 @@
 // Entry point of the self-contained exported page: reads the embedded state and
-// chunks, runs the same app over an in-page model host. No network.
+// chunks, and mounts the same binding as the widget over an in-page model host. No network.
+import { errorBox, mount } from "./bind";
 import { createPageHost, type EmbeddedChunk } from "./host";
 import type { Cleanup } from "./types";
-import { mount } from "./widget";
 
 export interface PageOptions {
   root?: HTMLElement | string;
@@ -30,12 +30,7 @@ export function renderPage(opts: PageOptions = {}): Cleanup {
     const host = createPageHost(state, chunks);
     return mount(host, root);
   } catch (e) {
-    const box = document.createElement("div");
-    box.className = "attnscope attnscope-error";
-    box.setAttribute("role", "alert");
-    box.textContent = (e as Error).message;
-    root.append(box);
-    return () => box.remove();
+    return errorBox(root, (e as Error).message);
   }
 }
 

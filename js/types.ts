@@ -107,13 +107,3 @@ export interface ViewContext {
 }
 
 export type Cleanup = () => void;
-
-/** The part of anywidget's model the glue uses; the exported page's host implements it too. */
-export interface ModelLike {
-  get(key: string): unknown;
-  set(key: string, value: unknown): void;
-  on(event: string, callback: (...args: any[]) => void): void;
-  off(event?: string | null, callback?: ((...args: any[]) => void) | null): void;
-  save_changes(): void;
-  send(content: unknown, callbacks?: unknown, buffers?: unknown[]): void;
-}

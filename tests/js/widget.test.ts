@@ -141,6 +141,15 @@ describe("widget glue", () => {
     expect(el.children.length).toBe(0);
   });
 
+  it("a stream of null (the schema's default) or one the trace lacks shows its first stream", async () => {
+    for (const stream of [null, "decoder"]) {
+      const { el, model } = mountWith({ stream }, {}, { target: 4 });
+      await until(() => ready(el, "head-view"));
+      expect(model.log.sent[0]).toEqual({ type: "request", keys: ["top:self:0"] });
+      expect(el.querySelector<HTMLSelectElement>('[data-testid="stream-select"]')!.value).toBe("self");
+    }
+  });
+
   it("an empty _meta shows a message, not a blank cell", () => {
     const f = makeFixture();
     const model = mockModel(f, { _meta: {} });

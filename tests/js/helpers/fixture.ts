@@ -1,6 +1,7 @@
 // A tiny trace computed in JS, served as protocol chunks (docs/protocol.md).
 import type { AppState, Meta, TokenKind } from "../../../js/types";
 import { DEFAULT_SELECTION } from "../../../js/selection";
+import type { WidgetTraits } from "../../../js/traits";
 import { createStore } from "../../../js/state";
 import { createChunkSource, decodeChunks, type ChunksMessage } from "../../../js/data";
 
@@ -221,10 +222,11 @@ export function mockModel(f: Fixture, traits: Record<string, unknown> = {}, opts
   const model = {
     log,
     handlers,
-    get: (k: string) => values.get(k),
-    set: (k: string, v: unknown) => { values.set(k, v); log.sets.push([k, v]); emit(`change:${k}`); },
+    // Typed as anywidget types its model, so tests pass it where the widget expects one.
+    get: <K extends keyof WidgetTraits>(k: K) => values.get(k) as WidgetTraits[K],
+    set: <K extends keyof WidgetTraits>(k: K, v: WidgetTraits[K]) => { values.set(k, v); log.sets.push([k, v]); emit(`change:${k}`); },
     on: (ev: string, fn: Handler) => { log.on++; let s = handlers.get(ev); if (!s) handlers.set(ev, (s = new Set())); s.add(fn); },
-    off: (ev: string, fn: Handler) => { log.off++; handlers.get(ev)?.delete(fn); },
+    off: (ev?: string | null, fn?: Handler | null) => { log.off++; if (ev && fn) handlers.get(ev)?.delete(fn); },
     save_changes: () => { log.saves++; },
     send: (content: { type: string; keys: string[] }) => {
       log.sent.push(content);

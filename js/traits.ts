@@ -1,0 +1,12 @@
+// The widget's synced traits as the front end receives them, and the part of a
+// model the binding uses: anywidget's model has it, and so does the exported
+// page's in-page host (js/host.ts).
+import type { AnyModel } from "@anywidget/types";
+import type { SelectionTraits } from "./selection";
+import type { Meta } from "./types";
+
+/** docs/protocol.md, "Synced traits": the selection, and `_meta` (an empty dict until a trace is set). */
+export type WidgetTraits = SelectionTraits & { _meta: Meta };
+
+/** What the binding calls on a model, typed as anywidget types its own. */
+export type ModelHost = Pick<AnyModel<WidgetTraits>, "get" | "set" | "on" | "off" | "save_changes" | "send">;
