@@ -183,9 +183,9 @@ def test_model_by_path(minilm_path: Any) -> None:
 
 @pytest.mark.parametrize("family", ["bert", "gpt2"])
 def test_padding_is_trimmed(family: str, wordpiece: Any) -> None:
-    from attnscope.adapters.generic import capture_generic
-    from attnscope.adapters.restore import preserved
-    from attnscope.adapters.streams import build_stream
+    from attnscope.sources.hf.generic import capture_generic
+    from attnscope.sources.hf.restore import preserved
+    from attnscope.sources.hf.streams import build_stream
 
     model, tokenizer, plain = capture_family(family, wordpiece)
     inputs = dict(tokenizer(TEXT, return_tensors="pt", padding="max_length", max_length=40))

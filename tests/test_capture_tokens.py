@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnscope.adapters.tokenize import encode_text, tokens_from_encoding
-from attnscope.tokens import offset_labels
+from attnscope.sources.hf.tokenize import encode_text, tokens_from_encoding
+from attnscope.trace.labels import offset_labels
 from capture_models import bpe_tokenizer, unigram_tokenizer
 
 

@@ -8,15 +8,11 @@ import numpy as np
 import pytest
 
 from attnscope import AttentionStream, AttentionTrace, Tokens
-from attnscope.chunks import ChunkCache, all_keys, encode_chunk, parse_key, reply_messages
-from attnscope.encode import (
-    build_meta,
-    qk_arrays,
-    quantize_rows,
-    thumbnails,
-    top_keys,
-)
-from attnscope.recompute import recompute_attention
+from attnscope.encode.arrays import qk_arrays, quantize_rows, thumbnails, top_keys
+from attnscope.encode.chunks import ChunkCache, all_keys, encode_chunk, parse_key
+from attnscope.encode.messages import reply_messages
+from attnscope.encode.meta import build_meta
+from attnscope.trace.recompute import recompute_attention
 
 
 def softmax_rows(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:

@@ -12,15 +12,12 @@ import numpy as np
 import pytest
 
 from attnscope import AttentionTrace, AttentionWidget, save_html
-from attnscope.chunks import all_keys, encode_chunk, little_endian_bytes, parse_key
-from attnscope.export import (
-    STATIC,
-    MissingBundleError,
-    page_html,
-    static_file,
-    unpack_bytes,
-)
-from attnscope.recompute import recompute_attention
+from attnscope._static import STATIC, MissingBundleError, static_file
+from attnscope.display.page import page_html
+from attnscope.encode.chunks import all_keys, encode_chunk, parse_key
+from attnscope.encode.messages import little_endian_bytes
+from attnscope.encode.pack import unpack_bytes
+from attnscope.trace.recompute import recompute_attention
 
 DTYPES = {"u8": "<u1", "u16": "<u2", "u32": "<u4", "f32": "<f4"}
 

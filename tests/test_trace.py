@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from attnscope import AttentionStream, AttentionTrace, Tokens
-from attnscope.recompute import recompute_attention
+from attnscope.trace.recompute import recompute_attention
 
 RNG = np.random.default_rng(0)
 

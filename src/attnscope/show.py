@@ -22,26 +22,14 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from attnscope.chunks import ViewName, check_views
+from attnscope.encode.selection import WIDGET_OPTIONS, ViewName, check_views
 from attnscope.trace import AttentionTrace
 
 if TYPE_CHECKING:
-    from attnscope.widget import AttentionWidget
+    from attnscope.display.widget import AttentionWidget
 
 SourceKind = Literal["trace", "module", "model", "name", "tensors"]
 
-WIDGET_OPTIONS = (
-    "views",
-    "stream",
-    "layer",
-    "heads",
-    "head",
-    "query",
-    "key",
-    "pair_filter",
-    "theme",
-)
-"""Keywords passed to :class:`~attnscope.AttentionWidget` (its options but ``view``)."""
 SOURCE_OPTIONS: Mapping[SourceKind, tuple[str, ...]] = {
     "trace": (),
     "module": ("tokens", "attn_mask", "key_padding_mask"),
@@ -91,7 +79,7 @@ def _loaded_mha_class() -> type | None:
     # Only a module that has been imported can have produced an instance.
     import sys
 
-    module = sys.modules.get("attnscope.mha")
+    module = sys.modules.get("attnscope.nn.attention")
     return getattr(module, "MultiHeadAttention", None) if module else None
 
 
@@ -181,7 +169,7 @@ def show(view: ViewName, source: Any, text: Any = None, **options: Any) -> Atten
     >>> show("model", (np.full((1, 2, 2, 2), 0.5),), tokens=["a", "b"]).view
     'model'
     """
-    from attnscope.widget import AttentionWidget
+    from attnscope.display.widget import AttentionWidget
 
     if "views" in options:
         views = check_views(options["views"])

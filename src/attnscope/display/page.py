@@ -1,0 +1,181 @@
+"""One self-contained HTML file that opens from disk, offline, and stays interactive.
+
+The page (``docs/protocol.md``, "The exported page") inlines the CSS, the
+``static/standalone.js`` bundle, the trait values with ``_meta``, and the
+chunks, each deflate-raw compressed and base64 encoded. Nothing is fetched:
+there is no URL in the file.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attnscope._static import static_file
+from attnscope.encode.chunks import all_keys, encode_chunk, parse_key
+from attnscope.encode.meta import build_meta
+from attnscope.encode.pack import pack_chunk
+from attnscope.encode.selection import VIEWS, ViewName, check_views, default_selection
+from attnscope.trace import AttentionTrace
+
+if TYPE_CHECKING:
+    from attnscope.display.widget import AttentionWidget
+
+DEFAULT_MAX_BYTES = 50_000_000
+"""Default budget for the embedded chunks of a page, in bytes of base64 text."""
+
+
+def _json_for_script(value: Any) -> str:
+    # "<" as \u003c keeps "</script" and "<!--" out of the element; still valid JSON.
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+
+
+def _js_for_script(code: str) -> str:
+    # Inside JS strings and regexes "<\/" means "</", so the element cannot end early.
+    return code.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
+
+
+def embed_chunks(
+    trace: AttentionTrace,
+    state: Mapping[str, Any],
+    max_bytes: int,
+    views: Sequence[ViewName] = VIEWS,
+) -> tuple[dict[str, Any], list[str]]:
+    """Pack the chunks ``views`` need, in order of need, until ``max_bytes`` is reached.
+
+    The page holds a prefix of :func:`~attnscope.encode.chunks.all_keys` for
+    ``views`` (thumbnails, then the current layer, then layers outward from
+    it): the first chunk that does not fit ends it, so nothing past it is
+    encoded. Returns the packed chunks by key and notes naming what was left out.
+    """
+    keys = all_keys(trace, stream=str(state["stream"]), layer=int(state["layer"]), views=views)
+    packed: dict[str, Any] = {}
+    left_out: list[str] = []
+    used = 0
+    for i, key in enumerate(keys):
+        chunk = pack_chunk(encode_chunk(trace, parse_key(key, trace)))
+        size = len(chunk["data"]) + 200
+        if used + size > max_bytes:
+            left_out = keys[i:]
+            break
+        packed[key] = chunk
+        used += size
+    notes = []
+    if left_out:
+        kinds = sorted({k.split(":")[0] for k in left_out})
+        notes.append(
+            f"{len(left_out)} of {len(keys)} chunks ({', '.join(kinds)}) were left out to keep "
+            f"the page under {max_bytes / 1e6:g} MB, e.g. {', '.join(left_out[:4])}; save "
+            "with a larger max_bytes, or fewer layers, to include them."
+        )
+    return packed, notes
+
+
+def page_html(
+    trace_or_widget: AttentionTrace | AttentionWidget,
+    *,
+    views: Sequence[ViewName] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> str:
+    """Render the exported page as a string (what :func:`save_html` writes).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> trace = AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32))
+    >>> page = page_html(trace, views=("model",))
+    >>> page.startswith("<!doctype html>"), "https://" in page, '"views":["model"]' in page
+    (True, False, True)
+    """
+    trace, state, offered = _trace_and_state(trace_or_widget)
+    shown = offered if views is None else check_views(views)
+    if max_bytes <= 0:
+        raise ValueError(f"max_bytes={max_bytes} must be positive (bytes of embedded data).")
+    if state["view"] not in shown:
+        state["view"] = shown[0]
+    css = static_file("widget.css").read_text(encoding="utf-8")
+    script = static_file("standalone.js").read_text(encoding="utf-8")
+    chunks, notes = embed_chunks(trace, state, max_bytes, shown)
+    meta = {**build_meta(trace, embedded=True, notes=tuple(notes)), "views": list(shown)}
+    title = html.escape(f"attnscope · {meta['title']}")
+    style = css.replace("</style", "<\\/style")
+    return (
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{title}</title>\n<style>\n{style}\n</style>\n"
+        "</head>\n<body>\n"
+        '<div id="attnscope-root" class="attnscope-page"></div>\n'
+        '<script type="application/json" id="attnscope-state">'
+        f"{_json_for_script({**state, '_meta': meta})}</script>\n"
+        '<script type="application/json" id="attnscope-chunks">'
+        f"{_json_for_script(chunks)}</script>\n"
+        f"<script>\n{_js_for_script(script)}\n</script>\n</body>\n</html>\n"
+    )
+
+
+def _trace_and_state(
+    source: AttentionTrace | AttentionWidget,
+) -> tuple[AttentionTrace, dict[str, Any], tuple[ViewName, ...]]:
+    if isinstance(source, AttentionTrace):
+        return source, default_selection(source), VIEWS
+    trace = getattr(source, "trace", None)
+    if not isinstance(trace, AttentionTrace):
+        raise TypeError(
+            f"save_html takes an AttentionTrace or an AttentionWidget, not "
+            f"{type(source).__name__}; build a trace with attnscope.capture(...) or "
+            "AttentionTrace.from_tensors(...)."
+        )
+    # A widget (duck-typed: this module sits below the widget class) keeps its selection.
+    state = {name: getattr(source, name) for name in default_selection(trace)}
+    state["heads"] = list(state["heads"])
+    return trace, state, tuple(source.views)
+
+
+def save_html(
+    trace_or_widget: AttentionTrace | AttentionWidget,
+    path: str | Path,
+    *,
+    views: Sequence[ViewName] | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Path:
+    """Write one self-contained, offline, interactive HTML page; return its path.
+
+    Parameters
+    ----------
+    trace_or_widget
+        An :class:`~attnscope.AttentionTrace`, or an
+        :class:`~attnscope.AttentionWidget` (its current view and selection are kept).
+    path
+        File to write; ``.html`` is added when there is no suffix.
+    views
+        The views the page offers, from ``"head"``, ``"model"`` and
+        ``"neuron"``, in tab order; only the chunks they need are embedded
+        (head: top keys of every layer; model: thumbnails, plus full-resolution
+        weights for its hover preview; neuron: q/k and full-resolution weights).
+        ``None``: the widget's views, or all three for a trace. A page whose
+        widget was on a view not listed opens on the first one listed.
+    max_bytes
+        Budget for the embedded attention data. Everything is embedded when it
+        fits; otherwise thumbnails and the current layer come first and
+        ``_meta.notes`` (shown on the page) says what was left out.
+
+    Examples
+    --------
+    >>> import numpy as np, os, tempfile
+    >>> from attnscope import AttentionTrace, save_html
+    >>> trace = AttentionTrace(["a", "b"], np.full((1, 1, 2, 2), 0.5, np.float32))
+    >>> save_html(trace, os.path.join(tempfile.mkdtemp(), "attention")).name
+    'attention.html'
+    >>> save_html(trace, os.path.join(tempfile.mkdtemp(), "head.html"), views=("head",)).name
+    'head.html'
+    """
+    page = page_html(trace_or_widget, views=views, max_bytes=max_bytes)
+    out = Path(path)
+    if not out.suffix:
+        out = out.with_suffix(".html")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    return out

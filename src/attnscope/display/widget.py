@@ -1,0 +1,347 @@
+"""AttentionWidget: the anywidget that shows a trace's head, model and neuron views.
+
+Traits hold only small JSON (``docs/protocol.md``, "Synced traits"); attention
+reaches the browser as binary chunks the front end asks for with custom
+messages once it has rendered, so nothing binary sits in the initial state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets as t
+
+from attnscope._static import static_file
+from attnscope.display.page import DEFAULT_MAX_BYTES, save_html
+from attnscope.encode.chunks import ChunkCache
+from attnscope.encode.messages import MESSAGE_BYTES, reply_messages
+from attnscope.encode.meta import build_meta
+from attnscope.encode.selection import (
+    PAIR_FILTERS,
+    THEMES,
+    VIEWS,
+    WIDGET_OPTIONS,
+    ViewName,
+    check_views,
+    default_selection,
+)
+from attnscope.trace import AttentionStream, AttentionTrace
+
+OPTIONS = ("view", *WIDGET_OPTIONS)
+"""Keyword arguments :class:`AttentionWidget` takes after the trace."""
+
+
+class _Heads(t.List):  # type: ignore[type-arg]
+    """A list of head indices where ``None`` stands for every head."""
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        return super().validate(obj, [] if value is None else value)
+
+
+class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
+    """Interactive head, model and neuron views of one :class:`~attnscope.AttentionTrace`.
+
+    Every trait below is synced with the browser: set it from Python to move
+    the view, read it to see what the user picked. Invalid values raise
+    :class:`traitlets.TraitError` and leave the widget as it was.
+
+    Parameters
+    ----------
+    trace
+        The attention to show (from :func:`attnscope.capture`,
+        :meth:`~attnscope.AttentionTrace.from_tensors`, ...).
+    views
+        The views offered, as tabs in this order: a non-empty subset of
+        ``("head", "model", "neuron")`` (the default). With one view there
+        are no tabs. Fixed for the widget's life; sent as ``_meta["views"]``.
+    view, stream, layer, heads, head, query, key, pair_filter, theme
+        Initial trait values; see the traits. ``view`` defaults to the first
+        of ``views`` and must be one of them, ``stream`` to the trace's first
+        stream and ``heads`` to all heads.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace, AttentionWidget
+    >>> trace = AttentionTrace(["a", "b"], np.full((2, 4, 2, 2), 0.5, np.float32))
+    >>> w = AttentionWidget(trace, layer=1, heads=[0, 2])
+    >>> w.layer, w.heads
+    (1, [0, 2])
+    >>> w.heads = None  # all heads
+    >>> w.heads
+    [0, 1, 2, 3]
+    >>> AttentionWidget(trace, views=("model", "head")).view
+    'model'
+    """
+
+    _esm = static_file("widget.js")
+    _css = static_file("widget.css")
+
+    _meta = t.Dict().tag(sync=True)
+    """Everything small about the trace (``docs/protocol.md``, "_meta"); set once.
+
+    Type: dict. Default: built from the trace.
+    """
+    view = t.Enum(VIEWS, default_value="head").tag(sync=True)
+    """The view shown: ``"head"``, ``"model"`` or ``"neuron"``; one of :attr:`views`.
+
+    Type: str. Default: the first of :attr:`views`.
+    """
+    stream = t.Unicode("self").tag(sync=True)
+    """The stream shown: ``"self"``, or ``"encoder"``, ``"decoder"``, ``"cross"``.
+
+    Changing it clamps ``layer``, ``heads``, ``head``, ``query`` and ``key`` to the new stream.
+    Type: str. Default: the trace's first stream.
+    """
+    layer = t.Int(0).tag(sync=True)
+    """Position of the shown layer in the stream (an index into ``_meta`` ``layers``).
+
+    Type: int. Default: 0.
+    """
+    heads = _Heads(t.Int()).tag(sync=True)
+    """Selected heads, sorted; set ``None`` or ``[]`` to select every head.
+
+    Type: list[int]. Default: every head.
+    """
+    head = t.Int(0).tag(sync=True)
+    """The single head the neuron view shows and the model view opens.
+
+    Type: int. Default: 0.
+    """
+    query = t.Int(None, allow_none=True).tag(sync=True)
+    """Selected (locked) query token, a row index, or None.
+
+    Type: int | None. Default: None.
+    """
+    key = t.Int(None, allow_none=True).tag(sync=True)
+    """Selected key token (column index), or None; highlighted by the neuron view.
+
+    Type: int | None. Default: None.
+    """
+    pair_filter = t.Enum(PAIR_FILTERS, default_value="all").tag(sync=True)
+    """``"all"``, or ``"AA"``, ``"AB"``, ``"BA"``, ``"BB"`` for pair inputs (needs segments).
+
+    ``"AB"`` draws lines from queries in sentence A to keys in sentence B.
+    Type: str. Default: ``"all"``.
+    """
+    theme = t.Enum(THEMES, default_value="auto").tag(sync=True)
+    """``"auto"`` follows the notebook's theme; ``"light"`` or ``"dark"`` force one.
+
+    Type: str. Default: ``"auto"``.
+    """
+
+    def __init__(
+        self, trace: AttentionTrace, *, views: Sequence[ViewName] = VIEWS, **options: Any
+    ) -> None:
+        if not isinstance(trace, AttentionTrace):
+            raise TypeError(
+                f"AttentionWidget shows an AttentionTrace, not {type(trace).__name__}; for a "
+                "model, module or tensors use attnscope.show_head_view(source, ...)."
+            )
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise TypeError(
+                f"AttentionWidget got unknown option(s) {unknown}; valid options are "
+                f"{list(OPTIONS)}."
+            )
+        self._views = check_views(views)
+        self._trace = trace
+        self._cache = ChunkCache()
+        state = {**default_selection(trace), "view": self._views[0]}
+        state.update({k: v for k, v in options.items() if v is not None or k in ("query", "key")})
+        if state["view"] not in self._views:
+            raise t.TraitError(self._not_offered(state["view"]))
+        if state["stream"] not in trace.streams:
+            raise t.TraitError(_unknown_stream(state["stream"], trace))
+        if not options.get("heads"):
+            # Spelled out: a value equal to the trait default would skip validation.
+            state["heads"] = list(range(trace.streams[state["stream"]].num_heads))
+        super().__init__(_meta={**build_meta(trace), "views": list(self._views)}, **state)
+        self.on_msg(self._on_message)
+
+    @property
+    def trace(self) -> AttentionTrace:
+        """The trace this widget shows."""
+        return self._trace
+
+    @property
+    def views(self) -> tuple[ViewName, ...]:
+        """The views offered, in tab order (``_meta["views"]``); fixed at construction.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from attnscope import AttentionTrace, AttentionWidget
+        >>> t = AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32))
+        >>> AttentionWidget(t, views=["head"]).views
+        ('head',)
+        """
+        return self._views
+
+    def _not_offered(self, view: object) -> str:
+        return (
+            f"view={view!r} is not offered by this widget, whose views are "
+            f"{list(self._views)}; pick one of those, or create the widget with views= "
+            f"including {view!r}."
+        )
+
+    def _stream(self) -> AttentionStream:
+        return self._trace.streams[self.stream]
+
+    # -- validation: each runs with every trait already set, so order does not matter --
+    @t.validate("view")
+    def _check_view(self, proposal: t.Bunch) -> str:
+        value = str(proposal["value"])
+        if value not in self._views:
+            raise t.TraitError(self._not_offered(value))
+        return value
+
+    @t.validate("stream")
+    def _check_stream(self, proposal: t.Bunch) -> str:
+        value = proposal["value"]
+        if value not in self._trace.streams:
+            raise t.TraitError(_unknown_stream(value, self._trace))
+        return str(value)
+
+    @t.validate("layer")
+    def _check_layer(self, proposal: t.Bunch) -> int:
+        value = int(proposal["value"])
+        stream = self._stream()
+        if not 0 <= value < stream.num_layers:
+            raise t.TraitError(
+                f"layer={value} is out of range: stream {self.stream!r} has "
+                f"{stream.num_layers} layers, positions 0..{stream.num_layers - 1} (model "
+                f"layers {list(stream.layers)}; position = index in that list)."
+            )
+        return value
+
+    @t.validate("heads")
+    def _check_heads(self, proposal: t.Bunch) -> list[int]:
+        value = proposal["value"]
+        count = self._stream().num_heads
+        if not value:
+            return list(range(count))
+        bad = [h for h in value if not 0 <= int(h) < count]
+        if bad:
+            raise t.TraitError(
+                f"heads {bad} are out of range: stream {self.stream!r} has {count} heads "
+                f"(0..{count - 1}); pass None for all heads."
+            )
+        return sorted({int(h) for h in value})
+
+    @t.validate("head")
+    def _check_head(self, proposal: t.Bunch) -> int:
+        value = int(proposal["value"])
+        count = self._stream().num_heads
+        if not 0 <= value < count:
+            raise t.TraitError(
+                f"head={value} is out of range: stream {self.stream!r} has {count} heads "
+                f"(0..{count - 1})."
+            )
+        return value
+
+    @t.validate("query")
+    def _check_query(self, proposal: t.Bunch) -> int | None:
+        return self._check_token(proposal["value"], "query", self._stream().q_len)
+
+    @t.validate("key")
+    def _check_key(self, proposal: t.Bunch) -> int | None:
+        return self._check_token(proposal["value"], "key", self._stream().k_len)
+
+    def _check_token(self, value: int | None, name: str, length: int) -> int | None:
+        if value is None:
+            return None
+        if not 0 <= int(value) < length:
+            raise t.TraitError(
+                f"{name}={value} is out of range: stream {self.stream!r} has {length} "
+                f"{name} positions (0..{length - 1}); use None for no selection."
+            )
+        return int(value)
+
+    @t.validate("pair_filter")
+    def _check_pair_filter(self, proposal: t.Bunch) -> str:
+        value = str(proposal["value"])
+        sides = {self._stream().query_side, self._stream().key_side}
+        segmented = any(self._trace.tokens_for(s).segments is not None for s in sides)
+        if value != "all" and not segmented:
+            raise t.TraitError(
+                f"pair_filter={value!r} needs a sentence-pair input, and this trace has no "
+                "segments; pass sentence_b_start= or text_pair=, or keep pair_filter='all'."
+            )
+        return value
+
+    @t.observe("stream")
+    def _clamp_to_stream(self, change: t.Bunch) -> None:
+        new = self._stream()
+        # The first assignment, in __init__, comes from the default name: nothing to move.
+        old = self._trace.streams.get(change["old"], new)
+        with self.hold_trait_notifications():
+            self.layer = min(self.layer, new.num_layers - 1)
+            self.heads = [h for h in self.heads if h < new.num_heads]
+            self.head = min(self.head, new.num_heads - 1)
+            if self.query is not None and (
+                old.query_side != new.query_side or self.query >= new.q_len
+            ):
+                self.query = None
+            if self.key is not None and (old.key_side != new.key_side or self.key >= new.k_len):
+                self.key = None
+            if self.pair_filter != "all":
+                sides = {new.query_side, new.key_side}
+                if all(self._trace.tokens_for(s).segments is None for s in sides):
+                    self.pair_filter = "all"
+
+    # -- chunk requests ----------------------------------------------------------------
+    def _on_message(self, _widget: Any, content: Any, _buffers: Sequence[Any]) -> None:
+        for reply, buffers in self.answer(content):
+            self.send(reply, buffers)
+
+    def answer(
+        self, content: Any, *, max_bytes: int = MESSAGE_BYTES
+    ) -> list[tuple[dict[str, Any], list[bytes]]]:
+        """Answer one browser message with ``(content, buffers)`` pairs.
+
+        A ``{"type": "request", "keys": [...]}`` message is answered with
+        ``"chunks"`` messages of at most ``max_bytes`` of buffers each; other
+        messages get no answer.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from attnscope import AttentionTrace, AttentionWidget
+        >>> w = AttentionWidget(AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32)))
+        >>> [(c["chunks"][0]["key"], len(b)) for c, b in w.answer(
+        ...     {"type": "request", "keys": ["attn:self:0:0"]})]
+        [('attn:self:0:0', 2)]
+        """
+        if not isinstance(content, dict) or content.get("type") != "request":
+            return []
+        keys = content.get("keys", [])
+        return list(reply_messages(self._trace, keys, max_bytes=max_bytes, cache=self._cache))
+
+    def save_html(
+        self,
+        path: str | Path,
+        *,
+        views: Sequence[ViewName] | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> Path:
+        """Write this widget, as it is now, to one self-contained offline HTML file.
+
+        See :func:`attnscope.save_html`; ``views=None`` keeps this widget's views.
+
+        Examples
+        --------
+        >>> import numpy as np, os, tempfile
+        >>> from attnscope import AttentionTrace, AttentionWidget
+        >>> w = AttentionWidget(AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32)))
+        >>> w.save_html(os.path.join(tempfile.mkdtemp(), "page.html")).suffix
+        '.html'
+        """
+        return save_html(self, path, views=views, max_bytes=max_bytes)
+
+
+def _unknown_stream(value: object, trace: AttentionTrace) -> str:
+    return f"stream {value!r} is not in this trace; choose one of {list(trace.streams)}."

@@ -1,0 +1,213 @@
+"""Turn an :class:`~attnscope.AttentionTrace` into what the browser reads.
+
+Binary *chunks* of attention cross to the front end (``docs/protocol.md``);
+this module builds their arrays from numpy and knows nothing of widgets or
+messages (the small JSON ``_meta`` is :mod:`attnscope.encode.meta`):
+
+- :func:`thumbnails` — block-max pooled, per-thumbnail scaled u8 pictures
+  for the model-view grid;
+- :func:`top_keys` — each query row's strongest keys, strongest first;
+- :func:`quantize_rows` — one byte per weight plus a float32 row maximum;
+- :func:`qk_arrays` — the float32 vectors and terms the neuron view shows.
+
+Quantised weights decode as ``w ≈ byte / 255 * rowmax`` with rounding to
+nearest, so the error of every decoded weight is at most ``rowmax / 510``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from attnscope.trace import AttentionStream
+
+U16_LIMIT = 65536
+"""Key indices below this fit in u16; longer key sequences use u32."""
+_BLOCK_VALUES = 1 << 22
+"""Values sorted at once by :func:`top_keys`, to bound its temporary memory."""
+
+NamedArray = tuple[str, npt.NDArray[Any]]
+U8Array = npt.NDArray[np.uint8]
+F32Array = npt.NDArray[np.float32]
+
+_DTYPE_CODES = {
+    np.dtype(np.uint8): "u8",
+    np.dtype(np.uint16): "u16",
+    np.dtype(np.uint32): "u32",
+    np.dtype(np.float32): "f32",
+}
+
+
+def dtype_code(dtype: np.dtype[Any]) -> str:
+    """Return the protocol's name for a numpy dtype (``"u8"``, ``"u16"``, ``"u32"``, ``"f32"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dtype_code(np.dtype(np.uint16))
+    'u16'
+    """
+    code = _DTYPE_CODES.get(np.dtype(dtype))
+    if code is None:
+        raise TypeError(f"dtype {dtype} has no protocol name; use one of {list(_DTYPE_CODES)}.")
+    return code
+
+
+def thumbnails(attention: F32Array, rows: int, cols: int) -> U8Array:
+    """Block-max pooled u8 thumbnails, each ``(layer, head)`` scaled so its maximum is 255.
+
+    Parameters
+    ----------
+    attention
+        ``(layers, heads, q_len, k_len)`` weights.
+    rows, cols
+        Thumbnail size; at most ``q_len`` and ``k_len``. Block ``i`` of the rows
+        covers queries ``i*q_len//rows`` up to ``(i+1)*q_len//rows``.
+
+    Returns
+    -------
+    numpy.ndarray
+        u8 ``(layers, heads, rows, cols)``; an all-zero head stays all zero.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> att = np.zeros((1, 1, 4, 4), np.float32); att[0, 0, 3, 0] = 0.5
+    >>> thumbnails(att, 2, 2)[0, 0]
+    array([[  0,   0],
+           [255,   0]], dtype=uint8)
+    """
+    q_len, k_len = attention.shape[2], attention.shape[3]
+    if not (0 < rows <= q_len and 0 < cols <= k_len):
+        raise ValueError(
+            f"thumbnail size {rows}x{cols} must lie between 1x1 and the attention's "
+            f"{q_len}x{k_len}."
+        )
+    row_edges = np.arange(rows) * q_len // rows
+    col_edges = np.arange(cols) * k_len // cols
+    # Columns first: reducing along the contiguous axis is several times faster.
+    pooled = np.maximum.reduceat(attention, col_edges, axis=3)
+    pooled = np.maximum.reduceat(pooled, row_edges, axis=2)
+    peak = pooled.max(axis=(2, 3), keepdims=True)
+    scale = np.divide(255.0, peak, out=np.zeros_like(peak), where=peak > 0)
+    thumbs: U8Array = np.rint(pooled * scale).astype(np.uint8)
+    return thumbs
+
+
+def quantize_rows(weights: F32Array) -> tuple[U8Array, F32Array]:
+    """One byte per weight and each row's maximum: ``w ≈ byte / 255 * rowmax``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> q, m = quantize_rows(np.array([[0.5, 0.25, 0.25]], np.float32))
+    >>> q, m
+    (array([[255, 128, 128]], dtype=uint8), array([0.5], dtype=float32))
+    """
+    rowmax = weights.max(axis=-1).astype(np.float32)
+    scale = np.divide(255.0, rowmax, out=np.zeros_like(rowmax), where=rowmax > 0)
+    quantized = np.rint(weights * scale[..., None]).astype(np.uint8)
+    return quantized, rowmax
+
+
+def top_keys(
+    weights: F32Array, k: int, *, index_dtype: npt.DTypeLike | None = None
+) -> tuple[npt.NDArray[np.unsignedinteger[Any]], U8Array, F32Array]:
+    """Each row's ``k`` strongest keys, strongest first, with quantised weights.
+
+    Parameters
+    ----------
+    weights
+        ``(..., q_len, k_len)`` attention weights.
+    k
+        Keys to keep per row, ``1 <= k <= k_len``.
+    index_dtype
+        u16 when ``k_len < 65536`` and u32 otherwise, unless given here.
+
+    Returns
+    -------
+    tuple
+        ``index`` ``(..., q_len, k)``, ``weight`` u8 ``(..., q_len, k)`` with
+        ``w ≈ weight / 255 * rowmax``, and ``rowmax`` f32 ``(..., q_len)``.
+        Equal weights keep the lower key index first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> index, weight, rowmax = top_keys(np.array([[0.1, 0.8, 0.1]], np.float32), 2)
+    >>> index, weight, rowmax
+    (array([[1, 0]], dtype=uint16), array([[255,  32]], dtype=uint8), array([0.8], dtype=float32))
+    """
+    k_len = weights.shape[-1]
+    if not 1 <= k <= k_len:
+        raise ValueError(f"k={k} must lie between 1 and the number of keys ({k_len}).")
+    dtype = np.dtype(index_dtype or (np.uint16 if k_len < U16_LIMIT else np.uint32))
+    if k_len > np.iinfo(dtype).max + 1:
+        raise ValueError(f"{dtype} cannot index {k_len} keys; use u32.")
+    lead = weights.shape[:-1]
+    flat = weights.reshape(-1, k_len)
+    index = np.empty((flat.shape[0], k), dtype=dtype)
+    block = max(1, _BLOCK_VALUES // k_len)
+    for start in range(0, flat.shape[0], block):
+        rows = flat[start : start + block]
+        if k < k_len:
+            part = np.argpartition(-rows, k - 1, axis=-1)[:, :k]
+            # A stable sort of the candidates by (weight desc, index asc).
+            part.sort(axis=-1)
+            order = np.argsort(-np.take_along_axis(rows, part, axis=-1), axis=-1, kind="stable")
+            chosen = np.take_along_axis(part, order, axis=-1)
+        else:
+            chosen = np.argsort(-rows, axis=-1, kind="stable")
+        index[start : start + block] = chosen
+    index = index.reshape(*lead, k)
+    top = np.take_along_axis(weights, index.astype(np.intp), axis=-1)
+    rowmax = weights.max(axis=-1).astype(np.float32)
+    scale = np.divide(255.0, rowmax, out=np.zeros_like(rowmax), where=rowmax > 0)
+    weight = np.rint(top * scale[..., None]).astype(np.uint8)
+    return index, weight, rowmax
+
+
+def qk_arrays(stream: AttentionStream, position: int, head: int) -> list[NamedArray]:
+    """Collect the neuron view's arrays for one layer position and query head.
+
+    ``q`` ``(Q, D)`` and ``k`` ``(K, D)`` (the key head this query head uses),
+    ``scaling`` and ``kv_head`` as one-element arrays; ``bias``, ``mask`` (u8,
+    1 = hidden), ``softcap`` and ``sink`` when the stream has them. The weights
+    themselves are not repeated here: the browser recomputes them from these
+    arrays and checks them against the one-byte ``attn:`` chunk.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> q = np.zeros((1, 1, 2, 4), np.float32)
+    >>> s = AttentionStream(np.full((1, 1, 2, 2), 0.5, np.float32), queries=q, keys=q)
+    >>> [name for name, _ in qk_arrays(s, 0, 0)]
+    ['q', 'k', 'scaling', 'kv_head']
+    """
+    if stream.queries is None or stream.keys is None or stream.scaling is None:
+        raise ValueError(
+            f"stream {stream.name!r} recorded no query/key vectors, so the neuron view "
+            "cannot show it; capture with attnscope.capture(...) to record them."
+        )
+    kv = stream.kv_head(head)
+    full = (stream.num_layers, stream.num_heads, stream.q_len, stream.k_len)
+    arrays: list[NamedArray] = [
+        ("q", np.ascontiguousarray(stream.queries[position, head])),
+        ("k", np.ascontiguousarray(stream.keys[position, kv])),
+        ("scaling", stream.scaling[position : position + 1].astype(np.float32)),
+        ("kv_head", np.array([kv], dtype=np.uint32)),
+    ]
+    if stream.bias is not None:
+        bias = np.broadcast_to(stream.bias, full)[position, head]
+        arrays.append(("bias", np.ascontiguousarray(bias, dtype=np.float32)))
+    if stream.mask is not None:
+        mask = np.broadcast_to(stream.mask, full)[position, head]
+        arrays.append(("mask", mask.astype(np.uint8)))
+    if stream.softcap is not None and stream.softcap[position] > 0:
+        arrays.append(("softcap", stream.softcap[position : position + 1].astype(np.float32)))
+    if stream.sinks is not None:
+        arrays.append(("sink", stream.sinks[position, head : head + 1].astype(np.float32)))
+    return arrays

@@ -1,0 +1,228 @@
+"""Chunk keys: parse and check them, encode the chunk they name, answer requests.
+
+A key names one chunk of a trace (``docs/protocol.md``, "Chunks"):
+``thumbs:<stream>``, ``top:<stream>:<layer>``, ``attn:<stream>:<layer>:<head>``
+or ``qk:<stream>:<layer>:<head>``, where ``<layer>`` is the layer's position
+in the stream. :func:`reply_messages` turns a browser request into custom
+messages of at most about 64 MiB each.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from attnscope.encode.arrays import (
+    NamedArray,
+    qk_arrays,
+    quantize_rows,
+    thumbnails,
+    top_keys,
+)
+from attnscope.encode.meta import stream_top_k, thumb_shape
+from attnscope.encode.selection import VIEWS, ViewName, check_views
+from attnscope.trace import AttentionTrace
+
+ChunkKind = Literal["thumbs", "top", "attn", "qk"]
+
+_PARTS: dict[str, int] = {"thumbs": 2, "top": 3, "attn": 4, "qk": 4}
+
+
+@dataclass(frozen=True)
+class ChunkKey:
+    """A parsed chunk key.
+
+    Examples
+    --------
+    >>> ChunkKey("attn", "self", 2, 5).key
+    'attn:self:2:5'
+    """
+
+    kind: ChunkKind
+    stream: str
+    layer: int | None = None
+    head: int | None = None
+
+    @property
+    def key(self) -> str:
+        """The key as the browser writes it."""
+        parts = [self.kind, self.stream]
+        parts += [str(p) for p in (self.layer, self.head) if p is not None]
+        return ":".join(parts)
+
+
+def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
+    """Parse ``key`` and check it names a chunk ``trace`` has; raise ValueError otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> t = AttentionTrace(["a", "b"], np.full((2, 3, 2, 2), 0.5, np.float32))
+    >>> parse_key("top:self:1", t)
+    ChunkKey(kind='top', stream='self', layer=1, head=None)
+    >>> parse_key("top:self:7", t)
+    Traceback (most recent call last):
+    ...
+    ValueError: layer position 7 is out of range: stream 'self' has 2 layers (0..1).
+    """
+    if not isinstance(key, str):
+        raise ValueError(f"a chunk key is a string, not {type(key).__name__}.")
+    parts = key.split(":")
+    kind = parts[0]
+    if kind not in _PARTS:
+        raise ValueError(f"unknown chunk kind {kind!r}; use one of {sorted(_PARTS)}.")
+    if len(parts) != _PARTS[kind]:
+        shape = {
+            "thumbs": "thumbs:<stream>",
+            "top": "top:<stream>:<layer>",
+            "attn": "attn:<stream>:<layer>:<head>",
+            "qk": "qk:<stream>:<layer>:<head>",
+        }[kind]
+        raise ValueError(f"malformed key {key!r}; expected {shape}.")
+    stream = trace.streams.get(parts[1])
+    if stream is None:
+        raise ValueError(f"unknown stream {parts[1]!r}; this trace has {list(trace.streams)}.")
+    numbers = [_index(p, key) for p in parts[2:]]
+    if numbers and not numbers[0] < stream.num_layers:
+        raise ValueError(
+            f"layer position {numbers[0]} is out of range: stream {parts[1]!r} has "
+            f"{stream.num_layers} layers (0..{stream.num_layers - 1})."
+        )
+    if len(numbers) == 2 and not numbers[1] < stream.num_heads:
+        raise ValueError(
+            f"head {numbers[1]} is out of range: stream {parts[1]!r} has "
+            f"{stream.num_heads} heads (0..{stream.num_heads - 1})."
+        )
+    if kind == "qk" and not stream.has_qk:
+        raise ValueError(
+            f"stream {parts[1]!r} recorded no query/key vectors, so it has no qk chunks."
+        )
+    layer, head = [*numbers, None, None][:2]
+    return ChunkKey(kind, parts[1], layer, head)  # type: ignore[arg-type]
+
+
+def _index(text: str, key: str) -> int:
+    if not text.isdigit():
+        raise ValueError(f"{text!r} in {key!r} is not a non-negative integer.")
+    return int(text)
+
+
+def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
+    """Encode the chunk ``key`` names as named arrays (see ``docs/protocol.md``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> t = AttentionTrace(["a", "b"], np.full((1, 1, 2, 2), 0.5, np.float32))
+    >>> [(n, a.dtype.name, a.shape) for n, a in encode_chunk(t, parse_key("attn:self:0:0", t))]
+    [('weight', 'uint8', (2, 2)), ('rowmax', 'float32', (2,))]
+    """
+    stream = trace.streams[key.stream]
+    if key.kind == "thumbs":
+        return [("thumbs", thumbnails(stream.attention, *thumb_shape(stream)))]
+    assert key.layer is not None
+    if key.kind == "top":
+        if stream_top_k(stream) >= stream.k_len:
+            # Every key is kept: the keys in their own order need no index (1 byte a value).
+            weight, rowmax = quantize_rows(stream.attention[key.layer])
+            return [("weight", weight), ("rowmax", rowmax)]
+        index, weight, rowmax = top_keys(stream.attention[key.layer], stream_top_k(stream))
+        return [("index", index), ("weight", weight), ("rowmax", rowmax)]
+    assert key.head is not None
+    if key.kind == "attn":
+        weight, rowmax = quantize_rows(stream.attention[key.layer, key.head])
+        return [("weight", weight), ("rowmax", rowmax)]
+    return qk_arrays(stream, key.layer, key.head)
+
+
+class ChunkCache:
+    """Encoded chunks by key; the least recently used go once ``max_bytes`` is passed.
+
+    A widget keeps one so that a second view of it, or a re-rendered one, does
+    not encode the same chunks again.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> t = AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32))
+    >>> cache = ChunkCache(max_bytes=1024)
+    >>> first = cache.encode(t, parse_key("thumbs:self", t))
+    >>> cache.encode(t, parse_key("thumbs:self", t)) is first, cache.nbytes
+    (True, 1)
+    """
+
+    def __init__(self, max_bytes: int = 256 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        self.nbytes = 0
+        self._items: OrderedDict[str, list[NamedArray]] = OrderedDict()
+
+    def encode(self, trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
+        """Return the chunk's arrays, from the cache when it holds them."""
+        arrays = self._items.get(key.key)
+        if arrays is not None:
+            self._items.move_to_end(key.key)
+            return arrays
+        arrays = encode_chunk(trace, key)
+        self._items[key.key] = arrays
+        self.nbytes += sum(a.nbytes for _, a in arrays)
+        while self.nbytes > self.max_bytes and len(self._items) > 1:
+            _, dropped = self._items.popitem(last=False)
+            self.nbytes -= sum(a.nbytes for _, a in dropped)
+        return arrays
+
+
+def all_keys(
+    trace: AttentionTrace,
+    *,
+    stream: str | None = None,
+    layer: int = 0,
+    views: Sequence[ViewName] = VIEWS,
+) -> list[str]:
+    """The chunk keys that ``views`` need from ``trace``, most needed first.
+
+    The order is what a page should hold when it cannot hold everything.
+    Thumbnails of every stream (model view) come first; then the top keys
+    (head view) of every layer, the given stream and layer position first and
+    the other layers outward from it, so the head view can switch to any
+    layer; then, in the same layer order, each head's q/k with its
+    full-resolution weights (neuron view, which checks its softmax against
+    them) — these grow with N² per head, so on long inputs they are the part
+    a budget cuts. Full-resolution weights the model view only previews on
+    hover come last.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> trace = AttentionTrace(["a"], np.ones((2, 1, 1, 1), np.float32))
+    >>> all_keys(trace, layer=1)
+    ['thumbs:self', 'top:self:1', 'top:self:0', 'attn:self:1:0', 'attn:self:0:0']
+    >>> all_keys(trace, layer=1, views=("head",))
+    ['top:self:1', 'top:self:0']
+    """
+    views = check_views(views)
+    first = stream if stream is not None else next(iter(trace.streams))
+    names = [first, *(n for n in trace.streams if n != first)]
+    keys = [f"thumbs:{n}" for n in names] if "model" in views else []
+    layer_order: list[tuple[str, int]] = []
+    for name in names:
+        s = trace.streams[name]
+        start = min(layer, s.num_layers - 1) if name == first else 0
+        order = sorted(range(s.num_layers), key=lambda p: (abs(p - start), p))
+        layer_order += [(name, position) for position in order]
+    if "head" in views:
+        keys += [f"top:{name}:{position}" for name, position in layer_order]
+    preview: list[str] = []
+    for name, position in layer_order:
+        s = trace.streams[name]
+        full = [f"attn:{name}:{position}:{h}" for h in range(s.num_heads)]
+        if "neuron" in views and s.has_qk:
+            keys += [k for h, a in enumerate(full) for k in (f"qk:{name}:{position}:{h}", a)]
+        elif "model" in views:
+            preview += full
+    return keys + preview

@@ -1,0 +1,126 @@
+"""The protocol's ``_meta``: everything small about a trace, sent once as JSON.
+
+Tokens, streams and their shapes, what the neuron view can show, notes
+(``docs/protocol.md``, "``_meta``").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from attnscope.trace import AttentionStream, AttentionTrace
+
+PROTOCOL_VERSION = 1
+THUMB_SIZE = 64
+"""Largest side of a model-view thumbnail, in cells."""
+TOP_K = 64
+"""Keys kept per query row in a ``top:`` chunk (all keys when there are fewer)."""
+
+STREAM_LABELS = {
+    "self": "self-attention",
+    "encoder": "encoder self-attention",
+    "decoder": "decoder self-attention",
+    "cross": "cross-attention",
+}
+
+
+def thumb_shape(stream: AttentionStream) -> tuple[int, int]:
+    """Rows and columns of the stream's thumbnails: the lengths, capped at :data:`THUMB_SIZE`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> thumb_shape(AttentionStream(np.full((1, 1, 100, 10), 0.1, np.float32)))
+    (64, 10)
+    """
+    return min(stream.q_len, THUMB_SIZE), min(stream.k_len, THUMB_SIZE)
+
+
+def stream_top_k(stream: AttentionStream) -> int:
+    """Keys per query row in the stream's ``top:`` chunks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> stream_top_k(AttentionStream(np.full((1, 1, 3, 5), 0.2, np.float32)))
+    5
+    """
+    return min(stream.k_len, TOP_K)
+
+
+def build_meta(
+    trace: AttentionTrace, *, embedded: bool = False, notes: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Build the protocol's ``_meta`` dict: everything small about ``trace``.
+
+    Parameters
+    ----------
+    trace
+        The trace to describe.
+    embedded
+        True in the exported page, where chunks are embedded rather than requested.
+    notes
+        Extra notes appended to the trace's own (for example, chunks left out of a page).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> meta = build_meta(AttentionTrace(["a", "b"], np.full((1, 2, 2, 2), 0.5, np.float32)))
+    >>> meta["streams"]["self"]["num_heads"], meta["sides"]["source"]["labels"]
+    (2, ['a', 'b'])
+    """
+    streams = {name: _stream_meta(name, s) for name, s in trace.streams.items()}
+    first = trace.stream
+    model = trace.metadata.get("model_type") or trace.metadata.get("source") or "attention"
+    return {
+        "protocol": PROTOCOL_VERSION,
+        "title": f"{model} · {first.num_layers} layers × {first.num_heads} heads",
+        "sides": {
+            "source": trace.source.to_json(),
+            "target": None if trace.target is None else trace.target.to_json(),
+        },
+        "streams": streams,
+        "neuron_unavailable": _neuron_unavailable(trace),
+        "notes": [*trace.notes, *notes],
+        "embedded": embedded,
+    }
+
+
+def _stream_meta(name: str, stream: AttentionStream) -> dict[str, Any]:
+    rows, cols = thumb_shape(stream)
+    return {
+        "label": STREAM_LABELS.get(name, name),
+        "query_side": stream.query_side,
+        "key_side": stream.key_side,
+        "layers": list(stream.layers),
+        "num_heads": stream.num_heads,
+        "num_kv_heads": stream.num_kv_heads,
+        "q_len": stream.q_len,
+        "k_len": stream.k_len,
+        "head_dim": stream.head_dim,
+        "has_bias": stream.bias is not None,
+        "has_mask": stream.mask is not None,
+        "has_softcap": stream.softcap is not None and bool(np.any(stream.softcap > 0)),
+        "has_sinks": stream.sinks is not None,
+        "thumb_rows": rows,
+        "thumb_cols": cols,
+        "top_k": stream_top_k(stream),
+    }
+
+
+def _neuron_unavailable(trace: AttentionTrace) -> str | None:
+    if any(s.has_qk for s in trace.streams.values()):
+        return None
+    reason = trace.metadata.get("neuron_unavailable")
+    if isinstance(reason, str) and reason:
+        return reason
+    return (
+        "This trace holds attention weights only: no query and key vectors were "
+        "recorded. Capture it with attnscope.capture(model, text) or "
+        "attnscope.MultiHeadAttention to see the neuron view."
+    )

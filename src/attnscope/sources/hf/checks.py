@@ -1,0 +1,143 @@
+"""Argument checks for :func:`~attnscope.sources.hf.capture`, run before any work is done."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+# Models whose learned positions start after the padding index (RoBERTa's scheme).
+_OFFSET_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "data2vec-text"}
+
+
+def layer_count(config: Any) -> int:
+    """The number of layers of the deepest stack (encoder or decoder).
+
+    Examples
+    --------
+    >>> from transformers import T5Config
+    >>> layer_count(T5Config(num_layers=2, num_decoder_layers=3))
+    3
+    """
+    names = (
+        "num_hidden_layers",
+        "num_layers",
+        "n_layer",
+        "encoder_layers",
+        "decoder_layers",
+        "num_decoder_layers",
+    )
+    counts = [getattr(config, n, None) for n in names]
+    return max((c for c in counts if isinstance(c, int)), default=0)
+
+
+def check_layers(layers: Sequence[int] | None, count: int) -> list[int] | None:
+    """Sorted distinct layer indices, or None for all; each must lie in ``0..count-1``.
+
+    Examples
+    --------
+    >>> check_layers([3, 1, 3], 4)
+    [1, 3]
+    >>> check_layers([4], 4)
+    Traceback (most recent call last):
+    ...
+    IndexError: layers=[4] names layer 4, but the model has 4 layers: valid indices are 0..3.
+    """
+    if layers is None:
+        return None
+    if isinstance(layers, int) or not all(isinstance(i, int) for i in layers):
+        raise TypeError(f"layers must be a list of layer indices (ints); got {layers!r}.")
+    chosen = sorted(set(layers))
+    if not chosen:
+        raise ValueError("layers is empty; pass layer indices, or leave it out for all layers.")
+    bad = [i for i in chosen if not 0 <= i < count]
+    if bad:
+        raise IndexError(
+            f"layers={list(layers)} names layer {bad[0]}, but the model has {count} layers: "
+            f"valid indices are 0..{count - 1}."
+        )
+    return chosen
+
+
+def check_text(text: Any, what: str = "text") -> str:
+    """``text`` must be a non-empty string.
+
+    Examples
+    --------
+    >>> check_text("  ")
+    Traceback (most recent call last):
+    ...
+    ValueError: text is empty; pass the sentence to run through the model.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be a string; got {type(text).__name__}.")
+    if not text.strip():
+        raise ValueError(f"{what} is empty; pass the sentence to run through the model.")
+    return text
+
+
+def check_max_tokens(max_tokens: int | None) -> None:
+    """``max_tokens`` is None or a positive int.
+
+    Examples
+    --------
+    >>> check_max_tokens(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_tokens must be a positive number of tokens; got 0.
+    """
+    if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+        raise ValueError(f"max_tokens must be a positive number of tokens; got {max_tokens!r}.")
+
+
+def position_limit(config: Any) -> int | None:
+    """How many tokens the model's learned positions cover, or None when unbounded.
+
+    Examples
+    --------
+    >>> from transformers import RobertaConfig
+    >>> position_limit(RobertaConfig(max_position_embeddings=514))
+    512
+    """
+    limit = getattr(config, "max_position_embeddings", None)
+    # DeBERTa-v3 keeps the field but adds no absolute positions: nothing runs out.
+    if not isinstance(limit, int) or getattr(config, "position_biased_input", True) is False:
+        return None
+    if getattr(config, "model_type", "") in _OFFSET_POSITIONS:
+        limit -= int(getattr(config, "pad_token_id", 1) or 0) + 1
+    return limit
+
+
+def check_length(length: int, limit: int | None, what: str = "text") -> None:
+    """Raise when ``length`` tokens exceed the model's ``limit``.
+
+    Examples
+    --------
+    >>> check_length(600, 512)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: text is 600 tokens long ... at most 512 positions; pass max_tokens=512 to ...
+    """
+    if limit is not None and length > limit:
+        raise ValueError(
+            f"{what} is {length} tokens long but the model takes at most {limit} positions; "
+            f"pass max_tokens={limit} to truncate it."
+        )
+
+
+def check_has_attention(model: Any) -> None:
+    """Raise when no module of the model looks like attention.
+
+    Examples
+    --------
+    >>> import torch
+    >>> check_has_attention(torch.nn.Linear(2, 2))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: Linear has no attention layers ..., so there is no attention to capture.
+    """
+    names = {type(m).__name__.lower() for m in model.modules()}
+    if not any("attention" in n or "attn" in n for n in names):
+        raise ValueError(
+            f"{type(model).__name__} has no attention layers (no module named like "
+            "*Attention*), so there is no attention to capture."
+        )

@@ -1,0 +1,155 @@
+"""The generic route: any model whose attention goes through ``AttentionInterface``.
+
+A :class:`~attnscope.sources.hf.recorder.Recorder` is registered (with the eager
+mask function under the same name, or transformers builds no mask at all) and
+the model is switched to it for one forward pass. Recorded calls are filed
+into encoder / decoder / cross / self streams by the identity of the weights
+tensor in the model's own outputs, never by module names.
+
+With ``layers=[...]`` a short probe pass first learns which call is which
+layer, and the real pass records only those calls; the others run the model's
+original implementation, so memory grows with the captured layers only.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from attnscope.sources.hf.recorder import (
+    AttentionCall,
+    AttentionFunction,
+    CannotRecordError,
+    Recorder,
+)
+
+# Output fields holding attention, and the stream each becomes.
+FIELDS = {
+    "attentions": "self",
+    "encoder_attentions": "encoder",
+    "decoder_attentions": "decoder",
+    "cross_attentions": "cross",
+}
+_PROBE_TOKENS = 8
+_names = itertools.count()
+
+Label = tuple[str, int]
+
+
+@contextmanager
+def registered(recorder: Recorder) -> Iterator[str]:
+    """Register ``recorder`` (and the eager mask) under a fresh name; unregister on exit.
+
+    Examples
+    --------
+    >>> with registered(Recorder()) as name:
+    ...     name.startswith("attnscope_")
+    True
+    """
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    name = f"attnscope_{next(_names)}"
+    AttentionInterface.register(name, recorder)
+    AttentionMaskInterface.register(name, eager_mask)
+    try:
+        yield name
+    finally:
+        AttentionInterface._global_mapping.pop(name, None)
+        AttentionMaskInterface._global_mapping.pop(name, None)
+
+
+def _original_function(model: Any) -> AttentionFunction | None:
+    """The implementation the model was loaded with, when it can run from the eager mask."""
+    from transformers import AttentionInterface
+
+    if model.config._attn_implementation != "sdpa":
+        return None
+    return AttentionInterface._global_mapping.get("sdpa")  # type: ignore[no-any-return]
+
+
+def _label_calls(outputs: Any, calls: Sequence[AttentionCall]) -> list[Label | None]:
+    """(stream, layer) of each recorded call, found by the identity of its weights."""
+    found: dict[int, Label] = {}
+    for field, stream in FIELDS.items():
+        for layer, weights in enumerate(getattr(outputs, field, None) or ()):
+            if isinstance(weights, torch.Tensor):
+                found[weights.data_ptr()] = (stream, layer)
+    return [found.get(c.weights_ptr) if c.weights is not None else None for c in calls]
+
+
+def _run(model: Any, inputs: Mapping[str, torch.Tensor], recorder: Recorder, **extra: Any) -> Any:
+    with registered(recorder) as name:
+        try:
+            model.set_attn_implementation(name)
+        except (ValueError, ImportError) as err:  # e.g. a sub-model that cannot switch
+            raise CannotRecordError(f"switching its attention failed: {err}") from err
+        return model(**inputs, use_cache=False, **extra)
+
+
+def _probe_inputs(inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {
+        k: v[:, :_PROBE_TOKENS] if k != "pixel_values" and v.ndim == 2 else v
+        for k, v in inputs.items()
+    }
+
+
+def capture_generic(
+    model: Any, inputs: Mapping[str, torch.Tensor], layers: Sequence[int] | None
+) -> dict[str, list[tuple[int, AttentionCall]]]:
+    """Run ``model`` once and return the recorded calls of each stream by model layer.
+
+    Parameters
+    ----------
+    model
+        A ``PreTrainedModel`` whose class can switch attention implementation;
+        the caller restores it (see :func:`~attnscope.sources.hf.restore.preserved`).
+    inputs
+        Keyword arguments of the forward pass (batch of one).
+    layers
+        Model layer indices to record; None records all.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from transformers import BertConfig, BertModel
+    >>> from attnscope.sources.hf.restore import preserved
+    >>> model = BertModel(BertConfig(num_hidden_layers=2, hidden_size=8, num_attention_heads=2,
+    ...                              intermediate_size=8, vocab_size=16)).eval()
+    >>> with preserved(model), torch.inference_mode():
+    ...     streams = capture_generic(model, {"input_ids": torch.tensor([[1, 2, 3]])}, None)
+    >>> [(layer, call.query.shape) for layer, call in streams["self"]]
+    [(0, torch.Size([2, 3, 4])), (1, torch.Size([2, 3, 4]))]
+    """
+    original = _original_function(model)  # read before the switch below
+    if layers is None:
+        recorder = Recorder()
+        outputs = _run(model, inputs, recorder, output_attentions=True)
+        labels = _label_calls(outputs, recorder.calls)
+    else:
+        probe = Recorder()
+        labels = _label_calls(
+            _run(model, _probe_inputs(inputs), probe, output_attentions=True), probe.calls
+        )
+        wanted = set(layers)
+        keep = frozenset(i for i, lab in enumerate(labels) if lab and lab[1] in wanted)
+        recorder = Recorder(keep, original)
+        _run(model, inputs, recorder)
+        if len(recorder.calls) != len(labels):
+            raise RuntimeError(
+                f"{type(model).__name__} made {len(recorder.calls)} attention calls on the "
+                f"input but {len(labels)} on a short probe; capture it without layers=."
+            )
+    streams: dict[str, list[tuple[int, AttentionCall]]] = {}
+    for call, label in zip(recorder.calls, labels, strict=True):
+        if label is not None and call.weights is not None:
+            streams.setdefault(label[0], []).append((label[1], call))
+    if not streams:
+        raise CannotRecordError(
+            "its attention layers do not go through transformers' AttentionInterface"
+        )
+    return streams

@@ -1,0 +1,373 @@
+"""AttentionTrace: the one object every source produces and every view reads.
+
+A trace holds the tokens of one forward pass and one or more *streams* of
+attention. A plain encoder or decoder has one stream, ``"self"``; an
+encoder–decoder model has ``"encoder"``, ``"decoder"`` and ``"cross"``. Each
+stream keeps the attention weights and, where the source could record them,
+the query and key vectors as they were actually dot-producted (after RoPE and
+q/k norms), the scaling, any additive bias and the mask, so the trace can
+recompute its own attention (:meth:`AttentionTrace.check`).
+
+The parts live in their own modules: :class:`~attnscope.trace.tokens.Tokens`,
+:class:`~attnscope.trace.stream.AttentionStream`, and the file format in
+:mod:`attnscope.trace.file`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from attnscope.trace.labels import TokenKind
+from attnscope.trace.stream import AttentionStream, BoolArray, FloatArray, Side
+from attnscope.trace.tokens import Tokens
+
+if TYPE_CHECKING:
+    import torch
+
+    from attnscope.nn.attention import MultiHeadAttention
+
+__all__ = ["STREAM_ORDER", "AttentionTrace"]
+
+STREAM_ORDER = ("self", "encoder", "decoder", "cross")
+
+
+class AttentionTrace:
+    """Tokens and attention of one forward pass, ready to show or save.
+
+    Parameters
+    ----------
+    tokens
+        Display labels of the input tokens (or a :class:`Tokens`).
+    attention
+        float32 ``(layers, heads, q_len, k_len)`` for the single ``"self"``
+        stream. For encoder–decoder traces use :meth:`from_streams`.
+    raw_tokens, token_kinds, segments
+        See :class:`Tokens`.
+    queries, keys, scaling, bias, mask, softcap, sinks, layers
+        See :class:`AttentionStream`.
+    metadata
+        JSON-able facts about the source (``source``, ``model_type`` ...).
+    notes
+        Sentences for the reader, such as why the neuron view is unavailable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> att = np.tril(np.ones((3, 3), dtype=np.float32))
+    >>> att /= att.sum(-1, keepdims=True)
+    >>> trace = AttentionTrace(["The", "cat", "sat"], att[None, None])
+    >>> trace.attention.shape
+    (1, 1, 3, 3)
+    """
+
+    def __init__(
+        self,
+        tokens: Sequence[str] | Tokens,
+        attention: npt.ArrayLike,
+        *,
+        raw_tokens: Sequence[str] | None = None,
+        token_kinds: Sequence[TokenKind] | None = None,
+        segments: Sequence[int] | None = None,
+        queries: npt.ArrayLike | None = None,
+        keys: npt.ArrayLike | None = None,
+        scaling: npt.ArrayLike | None = None,
+        bias: npt.ArrayLike | None = None,
+        mask: npt.ArrayLike | None = None,
+        softcap: npt.ArrayLike | None = None,
+        sinks: npt.ArrayLike | None = None,
+        layers: Sequence[int] = (),
+        metadata: Mapping[str, Any] | None = None,
+        notes: Sequence[str] = (),
+    ) -> None:
+        source = (
+            tokens
+            if isinstance(tokens, Tokens)
+            else Tokens(tokens, raw_tokens, token_kinds, segments)
+        )
+        stream = AttentionStream(
+            attention=attention,  # type: ignore[arg-type]
+            layers=tuple(layers),
+            queries=queries,  # type: ignore[arg-type]
+            keys=keys,  # type: ignore[arg-type]
+            scaling=scaling,  # type: ignore[arg-type]
+            bias=bias,  # type: ignore[arg-type]
+            mask=mask,  # type: ignore[arg-type]
+            softcap=softcap,  # type: ignore[arg-type]
+            sinks=sinks,  # type: ignore[arg-type]
+            name="self",
+        )
+        self._init(source, None, {"self": stream}, metadata, notes)
+
+    def _init(
+        self,
+        source: Tokens,
+        target: Tokens | None,
+        streams: Mapping[str, AttentionStream],
+        metadata: Mapping[str, Any] | None,
+        notes: Sequence[str],
+    ) -> None:
+        if not streams:
+            raise ValueError("a trace needs at least one stream of attention.")
+        if len(source) == 0:
+            raise ValueError("a trace needs at least one token.")
+        for name, stream in streams.items():
+            if name != stream.name:
+                raise ValueError(f"stream stored under {name!r} is named {stream.name!r}.")
+            for side, length, axis in (
+                (stream.query_side, stream.q_len, "rows (queries)"),
+                (stream.key_side, stream.k_len, "columns (keys)"),
+            ):
+                toks = source if side == "source" else target
+                if toks is None:
+                    raise ValueError(
+                        f"stream {name!r} uses target tokens but the trace has none; "
+                        "pass target= tokens."
+                    )
+                if len(toks) != length:
+                    raise ValueError(
+                        f"stream {name!r} has {length} {axis} but there are {len(toks)} "
+                        f"{side} tokens; pass one token per position."
+                    )
+        self.source = source
+        self.target = target
+        self.streams: dict[str, AttentionStream] = {
+            n: streams[n] for n in sorted(streams, key=_stream_rank)
+        }
+        meta = dict(metadata or {})
+        try:
+            json.dumps(meta, allow_nan=False)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"metadata must be JSON-serialisable (no NaN or inf): {err}") from None
+        self.metadata: dict[str, Any] = meta
+        self.notes: list[str] = [str(n) for n in notes]
+
+    @classmethod
+    def from_streams(
+        cls,
+        source: Tokens,
+        streams: Sequence[AttentionStream] | Mapping[str, AttentionStream],
+        *,
+        target: Tokens | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        notes: Sequence[str] = (),
+    ) -> AttentionTrace:
+        """Build a trace with several streams (encoder, decoder, cross).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> enc = AttentionStream(np.full((1, 1, 2, 2), 0.5, np.float32), name="encoder")
+        >>> cross = AttentionStream(np.full((1, 1, 1, 2), 0.5, np.float32), name="cross",
+        ...                         query_side="target", key_side="source")
+        >>> dec = AttentionStream(np.ones((1, 1, 1, 1), np.float32), name="decoder",
+        ...                       query_side="target", key_side="target")
+        >>> t = AttentionTrace.from_streams(Tokens(["a", "b"]), [enc, dec, cross],
+        ...                                 target=Tokens(["x"]))
+        >>> list(t.streams)
+        ['encoder', 'decoder', 'cross']
+        """
+        items = dict(streams) if isinstance(streams, Mapping) else {s.name: s for s in streams}
+        trace = cls.__new__(cls)
+        trace._init(source, target, items, metadata, notes)
+        return trace
+
+    # -- the default stream, for the common single-stream case -------------------------
+    @property
+    def stream(self) -> AttentionStream:
+        """The first stream (``"self"`` or ``"encoder"``)."""
+        return next(iter(self.streams.values()))
+
+    @property
+    def tokens(self) -> list[str]:
+        """Display labels of the input (source) tokens."""
+        return list(self.source.labels)
+
+    @property
+    def raw_tokens(self) -> list[str]:
+        """The tokenizer's own strings for the input tokens."""
+        return list(self.source.raw)
+
+    @property
+    def attention(self) -> FloatArray:
+        """Attention of the first stream, ``(layers, heads, q_len, k_len)``."""
+        return self.stream.attention
+
+    @property
+    def queries(self) -> FloatArray | None:
+        """Queries of the first stream, or None."""
+        return self.stream.queries
+
+    @property
+    def keys(self) -> FloatArray | None:
+        """Keys of the first stream, or None."""
+        return self.stream.keys
+
+    @property
+    def scaling(self) -> FloatArray | None:
+        """Per-layer scaling of the first stream, or None."""
+        return self.stream.scaling
+
+    def tokens_for(self, side: Side) -> Tokens:
+        """The :class:`Tokens` of ``"source"`` or ``"target"``."""
+        toks = self.source if side == "source" else self.target
+        if toks is None:
+            raise ValueError("this trace has no target tokens.")
+        return toks
+
+    def check(self) -> float:
+        """Recompute attention from q, k, scaling, bias and mask; return the max abs error.
+
+        Streams without q/k are skipped; a trace with none raises ValueError.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from attnscope import MultiHeadAttention
+        >>> mha = MultiHeadAttention(8, 2)
+        >>> trace = AttentionTrace.from_module(mha, torch.randn(1, 3, 8), ["a", "b", "c"])
+        >>> trace.check() < 1e-6
+        True
+        """
+        errors = [
+            float(np.max(np.abs(s.recompute() - s.attention), initial=0.0))
+            for s in self.streams.values()
+            if s.has_qk
+        ]
+        if not errors:
+            raise ValueError(
+                "this trace has no queries/keys, so its attention cannot be recomputed "
+                "(the source recorded attention weights only)."
+            )
+        return max(errors)
+
+    # -- builders ----------------------------------------------------------------------
+    @classmethod
+    def from_tensors(
+        cls,
+        attention: Any,
+        tokens: Sequence[str],
+        *,
+        sentence_b_start: int | None = None,
+        prettify_tokens: bool = True,
+        batch_index: int = 0,
+    ) -> AttentionTrace:
+        """Build a trace from attention tensors in the format bertviz takes.
+
+        Parameters
+        ----------
+        attention
+            A tuple/list with one ``(batch, heads, n, n)`` tensor or array per
+            layer (what a Hugging Face model returns with
+            ``output_attentions=True``), or one ``(layers, heads, n, n)`` array.
+        tokens
+            One string per position.
+        sentence_b_start
+            Index of the first token of sentence B, for pair inputs.
+        prettify_tokens
+            Clean ``Ġ``, ``▁`` and ``##`` markers for display (raw tokens are kept).
+        batch_index
+            Which batch item to show.
+
+        Examples
+        --------
+        >>> import torch
+        >>> att = (torch.full((1, 2, 3, 3), 1 / 3),)
+        >>> AttentionTrace.from_tensors(att, ["a", "b", "c"]).attention.shape
+        (1, 2, 3, 3)
+        """
+        from attnscope.trace.tensors import stack_layers
+
+        stacked = stack_layers(attention, batch_index=batch_index)
+        raw = [str(t) for t in tokens]
+        if stacked.shape[-1] != len(raw) or stacked.shape[-2] != len(raw):
+            raise ValueError(
+                f"attention covers {stacked.shape[-2]}x{stacked.shape[-1]} positions but "
+                f"{len(raw)} tokens were given; pass one token per position."
+            )
+        segments = None
+        if sentence_b_start is not None:
+            if not 0 < sentence_b_start < len(raw):
+                raise ValueError(
+                    f"sentence_b_start={sentence_b_start} must lie inside the "
+                    f"{len(raw)} tokens (1..{len(raw) - 1})."
+                )
+            segments = [0 if i < sentence_b_start else 1 for i in range(len(raw))]
+        source = Tokens.from_strings(raw, prettify=prettify_tokens, segments=segments)
+        return cls(source, stacked, metadata={"source": "tensors"})
+
+    @classmethod
+    def from_module(
+        cls,
+        modules: MultiHeadAttention | Sequence[MultiHeadAttention],
+        x: torch.Tensor,
+        tokens: Sequence[str],
+        **forward_kwargs: Any,
+    ) -> AttentionTrace:
+        """Run :class:`~attnscope.MultiHeadAttention` module(s) and record a trace.
+
+        Several modules are stacked as layers, each fed the previous one's
+        output. ``forward_kwargs`` (``attn_mask``, ``key_padding_mask``) go to
+        every module.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from attnscope import MultiHeadAttention
+        >>> layers = [MultiHeadAttention(8, 2, causal=True) for _ in range(2)]
+        >>> t = AttentionTrace.from_module(layers, torch.randn(1, 4, 8), list("abcd"))
+        >>> t.attention.shape, t.check() < 1e-6
+        ((2, 2, 4, 4), True)
+        """
+        from attnscope.trace.from_module import trace_from_modules
+
+        return trace_from_modules(cls, modules, x, tokens, **forward_kwargs)
+
+    # -- persistence -------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write the trace to a ``.npz`` file (no pickle); return the path.
+
+        Examples
+        --------
+        >>> import numpy as np, tempfile, os
+        >>> t = AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32))
+        >>> p = t.save(os.path.join(tempfile.mkdtemp(), "t.npz"))
+        >>> AttentionTrace.load(p).tokens
+        ['a']
+        """
+        from attnscope.trace.file import save_trace
+
+        return save_trace(self, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> AttentionTrace:
+        """Read a trace written by :meth:`save`.
+
+        Examples
+        --------
+        >>> import numpy as np, tempfile, os
+        >>> t = AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32))
+        >>> AttentionTrace.load(t.save(os.path.join(tempfile.mkdtemp(), "t"))).attention.shape
+        (1, 1, 1, 1)
+        """
+        from attnscope.trace.file import load_trace
+
+        return load_trace(cls, path)
+
+    def __repr__(self) -> str:
+        parts = ", ".join(
+            f"{n}: {s.num_layers}x{s.num_heads} heads, {s.q_len}x{s.k_len}"
+            + (" +qk" if s.has_qk else "")
+            for n, s in self.streams.items()
+        )
+        model = self.metadata.get("model_type") or self.metadata.get("source") or "trace"
+        return f"<AttentionTrace {model}: {len(self.source)} tokens; {parts}>"
+
+
+def _stream_rank(name: str) -> int:
+    return STREAM_ORDER.index(name) if name in STREAM_ORDER else len(STREAM_ORDER)

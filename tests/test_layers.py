@@ -1,0 +1,150 @@
+"""The package's import contract: data flows one way, and nothing imports in a circle.
+
+Layers, bottom to top; a module may import from its own layer or any below it,
+never above. Imports inside functions count (a lazy import back up is still an
+upward dependency); only imports under ``if TYPE_CHECKING:`` are exempt.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import attnscope
+
+PACKAGE = Path(attnscope.__file__).parent
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("attnscope.errors", "attnscope._static"),
+    ("attnscope.nn",),
+    ("attnscope.trace",),
+    ("attnscope.sources",),
+    ("attnscope.analysis",),
+    ("attnscope.encode",),
+    ("attnscope.display",),
+    ("attnscope.show", "attnscope.bertviz_compat", "attnscope.__main__", "attnscope"),
+)
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def layer_of(module: str) -> int:
+    best = (-1, -1)  # (length of the matching prefix, layer)
+    for rank, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best[0]:
+                best = (len(prefix), rank)
+    assert best[1] >= 0, f"{module} is in no layer: add it to LAYERS"
+    return best[1]
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return skipped
+
+
+def imports_of(module: str) -> set[str]:
+    """Modules of the package that ``module`` imports, at any depth, outside TYPE_CHECKING."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = _type_checking_nodes(tree)
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package[: len(package) - node.level + 1]
+                base = ".".join([*base_parts, *([node.module] if node.module else [])])
+            else:
+                base = node.module or ""
+            candidates = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        else:
+            continue
+        for name in candidates:
+            if name in MODULES and name != module:
+                found.add(name)
+    return found
+
+
+GRAPH = {m: imports_of(m) for m in MODULES}
+
+
+def test_every_module_sits_in_a_layer() -> None:
+    for module in MODULES:
+        layer_of(module)
+
+
+def test_no_module_imports_upward() -> None:
+    upward = [
+        f"{m} (layer {LAYERS[layer_of(m)][0]}) imports {t} (layer {LAYERS[layer_of(t)][0]})"
+        for m, targets in GRAPH.items()
+        for t in sorted(targets)
+        if layer_of(t) > layer_of(m)
+    ]
+    assert not upward, "imports against the flow:\n" + "\n".join(upward)
+
+
+def _cycles() -> list[list[str]]:
+    # Tarjan's strongly connected components; any with more than one module is a circle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circles() -> None:
+    assert not _cycles(), f"import circles: {_cycles()}"
+
+
+def test_the_contract_catches_what_it_should() -> None:
+    # The checker itself: an upward import and a circle, in a made-up graph.
+    assert layer_of("attnscope.trace.stream") < layer_of("attnscope.display.widget")
+    saved = dict(GRAPH)
+    try:
+        GRAPH["attnscope.trace.stream"] = {*GRAPH["attnscope.trace.stream"], "attnscope.trace.file"}
+        assert _cycles(), "a circle through stream -> file -> stream was not found"
+    finally:
+        GRAPH.clear()
+        GRAPH.update(saved)
