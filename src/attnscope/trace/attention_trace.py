@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attnscope.trace.labels import TokenKind
-from attnscope.trace.stream import AttentionStream, BoolArray, FloatArray, Side
+from attnscope.trace.stream import AttentionStream, FloatArray, Side
 from attnscope.trace.tokens import Tokens
 
 if TYPE_CHECKING:
