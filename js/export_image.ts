@@ -1,5 +1,12 @@
-// Save what a view shows: PNG from a composed canvas, SVG generated from the same state.
-import { h } from "./views/common";
+// Save what a view shows: its Picture painted into a PNG and into an SVG by the
+// same calls that paint it on the screen.
+import { canvasPainter } from "./paint/canvas_painter";
+import type { Picture } from "./paint/painter";
+import { svgDocument, svgPainter } from "./paint/svg_painter";
+import { h, sizeCanvas } from "./views/common";
+
+/** PNGs at twice the CSS size: sharp on high-density screens and in print. */
+const PNG_PIXEL_RATIO = 2;
 
 export function download(blob: Blob, filename: string): void {
   const url = URL.createObjectURL(blob);
@@ -20,19 +27,29 @@ export function canvasBlob(c: HTMLCanvasElement): Promise<Blob> {
   });
 }
 
-export function xmlEscape(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" })[c] as string);
+/** The picture on a new canvas (null where canvases have no 2D context). */
+export function pictureCanvas(pic: Picture, pixelRatio = PNG_PIXEL_RATIO): HTMLCanvasElement | null {
+  const out = document.createElement("canvas");
+  const c = sizeCanvas(out, pic.width, pic.height, pixelRatio);
+  if (!c) return null;
+  const p = canvasPainter(c, pic.font, pixelRatio);
+  p.rect(0, 0, pic.width, pic.height, pic.background);
+  pic.paint(p);
+  return out;
 }
 
-export function svgDocument(width: number, height: number, bg: string, body: string[]): string {
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">\n` +
-    `<rect width="100%" height="100%" fill="${bg}"/>\n${body.join("\n")}\n</svg>\n`;
+/** The picture as an SVG file. */
+export function pictureSvg(pic: Picture): string {
+  const parts: string[] = [];
+  pic.paint(svgPainter(parts));
+  return svgDocument(pic.width, pic.height, pic.background, pic.font, parts);
 }
 
 export interface Exporter {
+  /** File name without extension. */
   name: () => string;
-  png: () => HTMLCanvasElement | null;
-  svg: () => string | null;
+  /** What the view shows now; null when it shows nothing yet. */
+  picture: () => Picture | null;
 }
 
 /** PNG and SVG buttons for a view's toolbar; returns the cleanup. */
@@ -42,12 +59,13 @@ export function saveButtons(bar: HTMLElement, ex: Exporter): () => void {
   const svg = h("button", "attnscope-btn", { type: "button", "aria-label": "Save as SVG", "data-testid": "save-svg" });
   svg.textContent = "SVG";
   const onPng = (): void => {
-    const c = ex.png();
+    const pic = ex.picture();
+    const c = pic && pictureCanvas(pic);
     if (c) canvasBlob(c).then((b) => download(b, `${ex.name()}.png`)).catch(() => undefined);
   };
   const onSvg = (): void => {
-    const s = ex.svg();
-    if (s) download(new Blob([s], { type: "image/svg+xml" }), `${ex.name()}.svg`);
+    const pic = ex.picture();
+    if (pic) download(new Blob([pictureSvg(pic)], { type: "image/svg+xml" }), `${ex.name()}.svg`);
   };
   png.addEventListener("click", onPng);
   svg.addEventListener("click", onSvg);

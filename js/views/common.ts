@@ -9,8 +9,13 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return e;
 }
 
+export interface Listeners {
+  on: <E extends Event>(t: EventTarget, type: string, fn: (e: E) => void, opts?: AddEventListenerOptions) => void;
+  clear: () => void;
+}
+
 /** Listener bookkeeping: every `on` is undone by `clear`. */
-export function listeners(): { on: <E extends Event>(t: EventTarget, type: string, fn: (e: E) => void, opts?: AddEventListenerOptions) => void; clear: () => void } {
+export function listeners(): Listeners {
   const undo: (() => void)[] = [];
   return {
     on(t, type, fn, opts) {

@@ -1,115 +1,20 @@
 // Neuron view: why a weight is what it is. For one layer, head and query token:
 // q, every k, q×k per dimension, q·k, scale, bias/softcap/sink, and the softmax weight.
-import { diverging, hex, readTheme, type ThemeColors } from "../colors";
+// The numbers are in neuron_rows.ts, the drawing in neuron_paint.ts; this file
+// keeps the rows (DOM, virtualised) in step with the store and the chunks.
+import { readTheme, type ThemeColors } from "../colors";
 import { attnKey, qkKey } from "../chunk_keys";
 import { arr } from "../data";
-import { saveButtons, svgDocument } from "../export_image";
+import { saveButtons } from "../export_image";
+import { canvasPainter } from "../paint/canvas_painter";
 import { defaultQuery, keySide, querySide, streamOf, tokenClasses, type Side } from "../tokens";
-import type { AppState, Chunk, Cleanup, NDArray, ViewContext } from "../types";
+import type { AppState, Chunk, Cleanup, ViewContext } from "../types";
 import { fmt, fmtWeight, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas } from "./common";
-import { canvasPainter, svgPainter, type Painter } from "./painter";
+import { cellW, NROW, paintStrip, rowsPicture, STRIP_H } from "./neuron_paint";
+import { barFrac, neuronRows, type NeuronRows } from "./neuron_rows";
 
-export const NROW = 20;
 const MAX_VIEW_H = 520;
 const OVERSCAN = 4;
-
-/** Everything the rows show for one (chunk, query), computed once. */
-export interface NeuronRows {
-  D: number;
-  K: number;
-  q: Float32Array;
-  qk: Float64Array;
-  score: Float64Array;
-  weight: Float64Array;
-  masked: Uint8Array;
-  bias: Float64Array | null;
-  scaling: number;
-  softcap: number | null;
-  sink: number | null;
-  kvHead: number;
-  maxQK: number;
-  maxProd: number;
-  /** Largest weight in the row: the bars are scaled to it. */
-  maxWeight: number;
-  /** max |softmax(score) − recorded weight| over the row (NaN until the recorded weights load). */
-  recomputeError: number;
-  /** The largest difference one-byte rounding of the recorded weights can explain. */
-  recordedTolerance: number;
-}
-
-/** softmax over the unmasked scores (a sink adds exp(sink) to the denominator only). */
-export function softmaxRow(score: Float64Array, masked: Uint8Array, sink: number | null): Float64Array {
-  let m = sink ?? -Infinity;
-  for (let j = 0; j < score.length; j++) if (!masked[j] && (score[j] as number) > m) m = score[j] as number;
-  const out = new Float64Array(score.length);
-  let z = sink != null ? Math.exp(sink - m) : 0;
-  for (let j = 0; j < score.length; j++) {
-    const e = masked[j] ? 0 : Math.exp((score[j] as number) - m);
-    out[j] = e;
-    z += e;
-  }
-  for (let j = 0; j < out.length; j++) out[j] = z > 0 ? (out[j] as number) / z : 0;
-  return out;
-}
-
-const scalar = (c: Chunk, name: string): number | null => {
-  const a = c.arrays[name];
-  return a && a.data.length ? (a.data[0] as number) : null;
-};
-
-/**
- * The neuron view's numbers for one query row. `recorded` is the `attn:` chunk of the
- * same head (one byte per weight): when given, softmax(score) is checked against it.
- */
-export function neuronRows(chunk: Chunk, query: number, recorded?: Chunk | null): NeuronRows {
-  const qA: NDArray = arr(chunk, "q"), kA = arr(chunk, "k");
-  const D = qA.shape[1] as number, K = kA.shape[0] as number;
-  const q = (qA.data as Float32Array).subarray(query * D, (query + 1) * D);
-  const k = kA.data as Float32Array;
-  const biasA = chunk.arrays.bias, maskA = chunk.arrays.mask;
-  const scaling = scalar(chunk, "scaling") ?? 1;
-  const softcap = scalar(chunk, "softcap");
-  const sink = scalar(chunk, "sink");
-  const qk = new Float64Array(K), score = new Float64Array(K), weight = new Float64Array(K);
-  const masked = new Uint8Array(K);
-  const bias = biasA ? new Float64Array(K) : null;
-  let maxQK = 0, maxProd = 0;
-  for (const v of q) maxQK = Math.max(maxQK, Math.abs(v));
-  for (let j = 0; j < K; j++) {
-    let s = 0;
-    for (let d = 0; d < D; d++) {
-      const kv = k[j * D + d] as number;
-      const p = (q[d] as number) * kv;
-      s += p;
-      maxQK = Math.max(maxQK, Math.abs(kv));
-      maxProd = Math.max(maxProd, Math.abs(p));
-    }
-    qk[j] = s;
-    let sc = s * scaling;
-    if (bias && biasA) { bias[j] = biasA.data[query * K + j] as number; sc += bias[j] as number; }
-    if (softcap) sc = softcap * Math.tanh(sc / softcap);
-    score[j] = sc;
-    masked[j] = maskA ? (maskA.data[query * K + j] as number) : 0;
-  }
-  weight.set(softmaxRow(score, masked, sink));
-  const maxWeight = weight.reduce((a, b) => Math.max(a, b), 0);
-  // The recorded weights travel at one byte each (w ≈ byte/255 · rowmax), so they
-  // can confirm the explanation to within rowmax/510, not to float precision.
-  let recomputeError = NaN, recordedTolerance = NaN;
-  if (recorded && !recorded.error && recorded.arrays.weight && recorded.arrays.rowmax) {
-    const bytes = recorded.arrays.weight.data, rowmax = recorded.arrays.rowmax.data[query] as number;
-    recomputeError = 0;
-    for (let j = 0; j < K; j++) {
-      const w = ((bytes[query * K + j] as number) / 255) * rowmax;
-      recomputeError = Math.max(recomputeError, Math.abs(w - (weight[j] as number)));
-    }
-    recordedTolerance = rowmax / 510 + 1e-6;
-  }
-  return { D, K, q, qk, score, weight, masked, bias, scaling, softcap, sink, kvHead: scalar(chunk, "kv_head") ?? -1, maxQK, maxProd, maxWeight, recomputeError, recordedTolerance };
-}
-
-/** Bar length as a fraction of the row's largest weight. */
-const barFrac = (w: number, r: NeuronRows): number => (r.maxWeight > 0 ? Math.max(0, Math.min(1, w / r.maxWeight)) : 0);
 
 interface RowEls { row: HTMLDivElement; label: HTMLSpanElement; kc: HTMLCanvasElement; pc: HTMLCanvasElement; qk: HTMLSpanElement; bias: HTMLSpanElement; score: HTMLSpanElement; bar: HTMLSpanElement; w: HTMLSpanElement }
 
@@ -172,21 +77,11 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     const q = st().query;
     return q != null && q >= 0 && q < stream().q_len ? q : defaultQuery(sideQ);
   };
-  const cellW = (D: number): number => Math.max(1, Math.min(8, Math.floor(256 / Math.max(1, D))));
-
+  /** A strip on its own small canvas, the hovered dimension outlined. */
   function strip(c: HTMLCanvasElement, values: (d: number) => number, D: number, max: number): void {
-    const cw = cellW(D);
-    const ctx2 = sizeCanvas(c, D * cw, NROW - 4);
-    if (!ctx2) return;
-    for (let d = 0; d < D; d++) {
-      ctx2.fillStyle = diverging(values(d), max, theme);
-      ctx2.fillRect(d * cw, 0, cw, NROW - 4);
-    }
-    if (hoverDim >= 0 && hoverDim < D) {
-      ctx2.strokeStyle = hex(theme.fg);
-      ctx2.lineWidth = 1;
-      ctx2.strokeRect(hoverDim * cw + 0.5, 0.5, cw - 1 < 1 ? 1 : cw - 1, NROW - 5);
-    }
+    const dpr = window.devicePixelRatio || 1;
+    const ctx2 = sizeCanvas(c, D * cellW(D), STRIP_H, dpr);
+    if (ctx2) paintStrip(canvasPainter(ctx2, theme.font, dpr), 0, 0, D, values, max, theme, hoverDim);
   }
 
   function computeRows(): void {
@@ -355,13 +250,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     if (Number.isFinite(v) && v >= 0 && v < stream().q_len) store.set({ query: v });
   });
 
-  const unSave = saveButtons(bar, {
-    name: () => `attnscope-neuron-L${st().layer}-H${st().head}`,
-    png: () => composePng(),
-    svg: () => composeSvg(),
-  });
-
-  /** Rows as drawn, for export: what is visible now. */
+  /** The keys whose rows are visible now: an export shows what the reader sees. */
   function visibleKeys(): number[] {
     if (!rows) return [];
     const top = viewport.scrollTop;
@@ -370,58 +259,18 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     for (let p = Math.floor(top / NROW); p < Math.min(rows.K, Math.ceil((top + vh) / NROW)); p++) out.push(order[p] as number);
     return out;
   }
-  const LW = 110, GAPX = 8;
-  function layout(): { sw: number; cols: number[]; width: number } {
-    const D = rows?.D ?? 1;
-    const sw = D * cellW(D);
-    const cols = [0, LW, LW + sw + GAPX, LW + 2 * (sw + GAPX), LW + 2 * (sw + GAPX) + 70, LW + 2 * (sw + GAPX) + 140];
-    return { sw, cols, width: (cols[5] as number) + 140 };
-  }
-  /** The visible rows as one picture, for PNG and SVG alike. */
-  function compose(p: Painter): void {
-    const r = rows as NeuronRows;
-    const keys = visibleKeys();
-    const { cols } = layout();
-    const cw = cellW(r.D);
-    const k = arr(chunk as Chunk, "k").data as Float32Array;
-    const fg = hex(theme.fg);
-    const cell = (x: number, y: number, v: number, max: number): void => p.rect(x, y + 2, cw, NROW - 4, diverging(v, max, theme));
-    const c1 = cols[1] as number, c2 = cols[2] as number, c5 = cols[5] as number;
-    p.text(0, NROW / 2, `q (${sideQ.labels[queryIdx()] ?? ""})`, fg);
-    for (let d = 0; d < r.D; d++) cell(c1 + d * cw, 0, r.q[d] as number, r.maxQK);
-    keys.forEach((j, i) => {
-      const y = (i + 2) * NROW;
-      p.text(0, y + NROW / 2, sideK.labels[j] ?? String(j), fg);
-      for (let d = 0; d < r.D; d++) {
-        const kv = k[j * r.D + d] as number;
-        cell(c1 + d * cw, y, kv, r.maxQK);
-        cell(c2 + d * cw, y, (r.q[d] as number) * kv, r.maxProd);
-      }
-      p.text(cols[3] as number, y + NROW / 2, fmt(r.qk[j] as number), fg);
-      p.text(cols[4] as number, y + NROW / 2, r.masked[j] ? "masked" : fmt(r.score[j] as number), fg);
-      p.rect(c5, y + 4, 80 * barFrac(r.weight[j] as number, r), NROW - 8, hex(theme.accent));
-      p.text(c5 + 84, y + NROW / 2, fmtWeight(r.weight[j] as number), fg);
-    });
-  }
-  const exportSize = (): { width: number; height: number } => ({ width: layout().width, height: (visibleKeys().length + 2) * NROW });
-  function composePng(): HTMLCanvasElement | null {
-    if (!rows || !chunk) return null;
-    const { width, height } = exportSize();
-    const out = document.createElement("canvas");
-    const c = sizeCanvas(out, width, height, 2);
-    if (!c) return null;
-    c.fillStyle = hex(theme.bg);
-    c.fillRect(0, 0, width, height);
-    compose(canvasPainter(c, theme.font));
-    return out;
-  }
-  function composeSvg(): string | null {
-    if (!rows || !chunk) return null;
-    const parts: string[] = [];
-    compose(svgPainter(parts));
-    const { width, height } = exportSize();
-    return svgDocument(width, height, hex(theme.bg), parts);
-  }
+
+  const unSave = saveButtons(bar, {
+    name: () => `attnscope-neuron-L${st().layer}-H${st().head}`,
+    picture: () => (rows && chunk && !chunk.error ? rowsPicture({
+      rows,
+      k: arr(chunk, "k").data as Float32Array,
+      keys: visibleKeys(),
+      queryLabel: sideQ.labels[queryIdx()] ?? "",
+      keyLabel: (j) => sideK.labels[j] ?? String(j),
+      theme,
+    }) : null),
+  });
 
   const unsub = store.subscribe((changed) => {
     if (changed.has("theme_rev")) theme = readTheme(root, st().resolved_theme === "dark");

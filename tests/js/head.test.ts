@@ -163,6 +163,8 @@ describe("head view", () => {
     const svg = await created[0]!.text();
     expect(svg).toContain("<svg");
     expect(svg).toContain("<line");
+    // The export paints the lines the screen shows, through the same calls.
+    expect(svg.match(/<line /g)!.length).toBe(Number(view.dataset.lines));
     expect(svg).toContain("[CLS]");
     expect(created[1]!.type).toBe("image/png");
   });

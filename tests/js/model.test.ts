@@ -1,4 +1,5 @@
-import { gridGeometry, renderModelView } from "../../js/views/model";
+import { renderModelView } from "../../js/views/model";
+import { gridGeometry } from "../../js/views/model_grid";
 import { ctxOf, installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";
 

@@ -1,4 +1,5 @@
-import { renderNeuronView, softmaxRow } from "../../js/views/neuron";
+import { renderNeuronView } from "../../js/views/neuron";
+import { softmaxRow } from "../../js/views/neuron_rows";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";
 

@@ -1,0 +1,42 @@
+// The head view's picture, as Painter calls: the screen canvas, the PNG and the
+// SVG export all come from these.
+import { hex, type ThemeColors } from "../colors";
+import type { Painter } from "../paint/painter";
+import type { Side } from "../tokens";
+import { BUCKETS, COL_W, groupLines, rowY, visibleRows, type HeadLayout, type Lines } from "./head_lines";
+
+/** One stroke per (opacity step, head), strongest drawn last (on top); opacity ≈ weight, as in bertviz. */
+export function paintLines(p: Painter, lines: Lines, layout: HeadLayout, colors: readonly string[], heads: number): void {
+  const start = groupLines(lines, heads);
+  const { order, yq, yk } = lines;
+  const width = lines.n > 1000 ? 1 : 1.5; // many lines: thinner, cheaper to rasterise and easier to read
+  for (let g = 0; g < heads * BUCKETS; g++) {
+    const from = start[g] as number, to = start[g + 1] as number;
+    if (from === to) continue;
+    const stroke = { color: colors[g % heads] ?? "#888", width, alpha: (Math.floor(g / heads) + 0.5) / BUCKETS };
+    p.segments(stroke, (segment) => {
+      for (let o = from; o < to; o++) {
+        const i = order[o] as number;
+        segment(layout.x0, yq[i] as number, layout.x1, yk[i] as number);
+      }
+    });
+  }
+}
+
+/** Lines to keys above or below the visible rows end at the edge: say how many. */
+export function paintOffscreenCounts(p: Painter, counts: { above: number; below: number }, layout: HeadLayout, theme: ThemeColors): void {
+  const x = layout.x1 - 4, fill = hex(theme.muted);
+  if (counts.above) p.text(x, 2, `▲ ${counts.above}`, fill, "right", "top");
+  if (counts.below) p.text(x, layout.height - 2, `▼ ${counts.below}`, fill, "right", "bottom");
+}
+
+/** The token labels of the visible rows (on screen they are DOM rows; an image needs them drawn). */
+export function paintTokenLabels(p: Painter, layout: HeadLayout, sideQ: Side, sideK: Side, theme: ThemeColors): void {
+  const { first, last } = visibleRows(layout);
+  const fill = (side: Side, i: number): string => hex(side.kinds[i] === "token" ? theme.fg : theme.muted);
+  for (let i = first; i <= last; i++) {
+    const y = rowY(i, layout.scrollTop);
+    if (i < sideQ.labels.length) p.text(COL_W - 6, y, sideQ.labels[i] ?? "", fill(sideQ, i), "right");
+    if (i < sideK.labels.length) p.text(layout.width - COL_W + 6, y, sideK.labels[i] ?? "", fill(sideK, i), "left");
+  }
+}
