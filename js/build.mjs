@@ -1,6 +1,8 @@
 // Bundles the front end into src/attnscope/static/: the anywidget module
 // (widget.js + widget.css) and the self-contained page host (standalone.js)
-// that `save_html` inlines. No CDN: everything the browser runs is in here.
+// that `save_html` inlines. No CDN: everything the browser runs is in here,
+// the selection schema (src/attnscope/encode/selection.json, imported by
+// js/selection.ts) included: esbuild bundles JSON imports as modules.
 import { build } from "esbuild";
 import { mkdirSync, copyFileSync } from "node:fs";
 
