@@ -21,6 +21,8 @@ _PUBLIC = {
     "MultiHeadAttention": "attnscope.nn",
     "MultiHeadAttentionTrace": "attnscope.nn",
     "capture": "attnscope.sources",
+    "compare": "attnscope.analysis.compare",
+    "AttentionComparison": "attnscope.analysis.compare",
     "AttentionWidget": "attnscope.display",
     "show_head_view": "attnscope.show",
     "show_model_view": "attnscope.show",
@@ -31,6 +33,7 @@ _PUBLIC = {
 }
 
 __all__ = [
+    "AttentionComparison",
     "AttentionStream",
     "AttentionTrace",
     "AttentionWidget",
@@ -39,6 +42,7 @@ __all__ = [
     "Tokens",
     "__version__",
     "capture",
+    "compare",
     "head_view",
     "model_view",
     "save_html",
@@ -48,6 +52,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from attnscope.analysis.compare import AttentionComparison, compare
     from attnscope.bertviz_compat import head_view, model_view
     from attnscope.display import AttentionWidget, save_html
     from attnscope.nn import MultiHeadAttention, MultiHeadAttentionTrace

@@ -1,0 +1,1 @@
+"""Analysis over a trace: statistics, aggregations and comparisons of two inputs."""
