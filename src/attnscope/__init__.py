@@ -30,6 +30,14 @@ _PUBLIC = {
     "head_view": "attnscope.bertviz_compat",
     "model_view": "attnscope.bertviz_compat",
     "save_html": "attnscope.display",
+    "head_stats": "attnscope.analysis",
+    "rollout": "attnscope.analysis",
+    "flow": "attnscope.analysis",
+    "heads_mean": "attnscope.analysis",
+    "heads_max": "attnscope.analysis",
+    "query_sum": "attnscope.analysis",
+    "merge_words": "attnscope.analysis",
+    "word_ids": "attnscope.analysis",
 }
 
 __all__ = [
@@ -43,15 +51,33 @@ __all__ = [
     "__version__",
     "capture",
     "compare",
+    "flow",
+    "head_stats",
     "head_view",
+    "heads_max",
+    "heads_mean",
+    "merge_words",
     "model_view",
+    "query_sum",
+    "rollout",
     "save_html",
     "show_head_view",
     "show_model_view",
     "show_neuron_view",
+    "word_ids",
 ]
 
 if TYPE_CHECKING:
+    from attnscope.analysis import (
+        flow,
+        head_stats,
+        heads_max,
+        heads_mean,
+        merge_words,
+        query_sum,
+        rollout,
+        word_ids,
+    )
     from attnscope.analysis.compare import AttentionComparison, compare
     from attnscope.bertviz_compat import head_view, model_view
     from attnscope.display import AttentionWidget, save_html
