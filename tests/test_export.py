@@ -215,7 +215,7 @@ def test_bad_views_are_explained(
 
 
 def test_bad_arguments_are_explained(tmp_path: Path, qk_trace: AttentionTrace) -> None:
-    with pytest.raises(TypeError, match="AttentionTrace or an AttentionWidget"):
+    with pytest.raises(TypeError, match="AttentionComparison or an AttentionWidget"):
         save_html(np.ones((1, 1, 2, 2)), tmp_path / "x.html")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_bytes"):
         save_html(qk_trace, tmp_path / "x.html", max_bytes=0)

@@ -9,7 +9,12 @@ A *source* is one of:
 - an :class:`~attnscope.AttentionTrace`;
 - raw attention: a tuple of per-layer ``(batch, heads, n, n)`` tensors (what
   ``output_attentions=True`` returns) or one ``(layers, heads, n, n)`` array,
-  with ``tokens=``.
+  with ``tokens=``;
+- an :class:`~attnscope.AttentionComparison` (from :func:`attnscope.compare`).
+
+``compare=other_text`` (with a model) or ``compare=other_x`` (with a module)
+captures a second input with the same options and shows the comparison: A, B
+and ``A − B`` in every view.
 
 The helpers return the widget and display nothing themselves: the last
 expression of a notebook cell is displayed, so ``show_head_view(...)`` as the
@@ -22,6 +27,9 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from attnscope.analysis.aligned import comparable_streams
+from attnscope.analysis.compare import AttentionComparison
+from attnscope.analysis.compare import compare as compare_traces
 from attnscope.encode.selection import WIDGET_OPTIONS, ViewName, check_views
 from attnscope.trace import AttentionTrace
 
@@ -171,6 +179,62 @@ def show(view: ViewName, source: Any, text: Any = None, **options: Any) -> Atten
     """
     from attnscope.display.widget import AttentionWidget
 
+    comparison = _comparison(source, text, options)
+    if comparison is not None:
+        _check_views_include(view, options)
+        if view == "neuron":
+            _check_has_qk(comparison.a)
+        kind = "trace" if isinstance(source, AttentionComparison) else source_kind(source)
+        _, widget_options = split_options(kind, options)
+        if view == "neuron" and "stream" not in widget_options:
+            shown = comparable_streams(comparison)
+            with_qk = [name for name in shown if comparison.a.streams[name].has_qk]
+            widget_options["stream"] = (with_qk or shown)[0]
+        return AttentionWidget(comparison, view=view, **widget_options)
+    return _show_trace(view, source, text, options)
+
+
+def _comparison(source: Any, text: Any, options: dict[str, Any]) -> AttentionComparison | None:
+    """The comparison ``source`` is or ``compare=`` asks for (popped from ``options``), or None."""
+    other = options.pop("compare", None)
+    other_tokens = options.pop("compare_tokens", None)
+    alignment = options.pop("alignment", None)
+    if isinstance(source, AttentionComparison):
+        if any(v is not None for v in (other, other_tokens, alignment, text)):
+            raise TypeError(
+                "an AttentionComparison is shown as it is: pass it alone "
+                "(show_head_view(comparison, layer=...)), without text, compare=, "
+                "compare_tokens= or alignment=."
+            )
+        return source
+    if other is None:
+        if other_tokens is not None or alignment is not None:
+            raise TypeError(
+                "compare_tokens= and alignment= apply to a comparison: pass compare= the "
+                "second input too, e.g. show_head_view(model, text, compare=other_text)."
+            )
+        return None
+    kind = source_kind(source)
+    if kind not in ("model", "name", "module"):
+        raise TypeError(
+            f"compare= runs the source on a second input, so it needs a model (with text) or "
+            f"a MultiHeadAttention (with x), not a {kind} source; to compare two traces, "
+            "pass attnscope.compare(trace_a, trace_b)."
+        )
+    if other_tokens is not None and kind != "module":
+        raise TypeError(
+            "compare_tokens= labels a module's second input; a model's second text brings "
+            "its own tokens: drop compare_tokens=."
+        )
+    trace_a, _ = resolve_trace(source, text, **options)
+    options_b = dict(options)
+    if other_tokens is not None:
+        options_b["tokens"] = other_tokens
+    trace_b, _ = resolve_trace(source, other, **options_b)
+    return compare_traces(trace_a, trace_b, alignment=alignment)
+
+
+def _check_views_include(view: ViewName, options: dict[str, Any]) -> None:
     if "views" in options:
         views = check_views(options["views"])
         if view not in views:
@@ -178,6 +242,12 @@ def show(view: ViewName, source: Any, text: Any = None, **options: Any) -> Atten
                 f"views={options['views']!r} leaves out {view!r}, the view show_{view}_view "
                 f"opens on; add {view!r} to views, or use show_{views[0]}_view."
             )
+
+
+def _show_trace(view: ViewName, source: Any, text: Any, options: dict[str, Any]) -> AttentionWidget:
+    from attnscope.display.widget import AttentionWidget
+
+    _check_views_include(view, options)
     if view == "neuron" and source_kind(source) == "tensors":
         raise ValueError(
             "raw attention tensors hold no query/key vectors, which the neuron view "
@@ -219,10 +289,15 @@ def show_head_view(source: Any, text: Any = None, **options: Any) -> AttentionWi
         Building the trace — for models: ``tokenizer``, ``text_pair``,
         ``target``, ``layers``, ``max_tokens``; for modules: ``tokens``,
         ``attn_mask``, ``key_padding_mask``; for raw tensors: ``tokens``,
-        ``sentence_b_start``, ``prettify_tokens``. For the widget:
+        ``sentence_b_start``, ``prettify_tokens``. To compare two inputs:
+        ``compare`` (the second text, or a module's second input tensor),
+        ``compare_tokens`` (that tensor's tokens; default ``tokens``) and
+        ``alignment`` (pairs ``(position in A, position in B)``; default
+        position by position, or over the raw tokens when the lengths
+        differ, see :func:`attnscope.compare`). For the widget:
         ``views`` (the views offered as tabs, default all three; must include
         this helper's view), ``stream``, ``layer``, ``heads``, ``head``,
-        ``query``, ``key``, ``pair_filter``, ``theme`` (see
+        ``query``, ``key``, ``pair_filter``, ``theme``, ``compare_side`` (see
         :class:`~attnscope.AttentionWidget`). Anything else raises TypeError.
 
     Returns
@@ -241,6 +316,12 @@ def show_head_view(source: Any, text: Any = None, **options: Any) -> AttentionWi
     ('head', [0, 1, 2, 3])
     >>> show_head_view(mha, torch.randn(1, 3, 16), tokens=["a", "b", "c"], views=("head",)).views
     ('head',)
+    >>> x = torch.randn(1, 3, 16)
+    >>> y = x.clone(); y[0, 2] = torch.randn(16)
+    >>> w = show_head_view(mha, x, tokens=["The", "cat", "sat"], compare=y,
+    ...                    compare_tokens=["The", "cat", "ran"])
+    >>> w.compare_side, w.comparison.labels()
+    ('diff', ['The', 'cat', 'sat | ran'])
     """
     return show("head", source, text, **options)
 

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attnscope._static import static_file
+from attnscope.analysis.compare import AttentionComparison
 from attnscope.encode.chunks import all_keys, encode_chunk, parse_key
+from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.meta import build_meta
 from attnscope.encode.pack import pack_chunk
 from attnscope.encode.selection import VIEWS, ViewName, check_views, default_selection
@@ -43,6 +45,7 @@ def embed_chunks(
     state: Mapping[str, Any],
     max_bytes: int,
     views: Sequence[ViewName] = VIEWS,
+    compared: ComparisonChunks | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Pack the chunks ``views`` need, in order of need, until ``max_bytes`` is reached.
 
@@ -50,13 +53,20 @@ def embed_chunks(
     ``views`` (thumbnails, then the current layer, then layers outward from
     it): the first chunk that does not fit ends it, so nothing past it is
     encoded. Returns the packed chunks by key and notes naming what was left out.
+    With ``compared`` the chunks are the comparison's sides, interleaved
+    (:meth:`~attnscope.encode.comparison.ComparisonChunks.all_keys`).
     """
-    keys = all_keys(trace, stream=str(state["stream"]), layer=int(state["layer"]), views=views)
+    stream, layer = str(state["stream"]), int(state["layer"])
+    if compared is None:
+        keys = all_keys(trace, stream=stream, layer=layer, views=views)
+    else:
+        keys = compared.all_keys(stream=stream, layer=layer, views=views)
     packed: dict[str, Any] = {}
     left_out: list[str] = []
     used = 0
     for i, key in enumerate(keys):
-        chunk = pack_chunk(encode_chunk(trace, parse_key(key, trace)))
+        arrays = compared.encode(key) if compared else encode_chunk(trace, parse_key(key, trace))
+        chunk = pack_chunk(arrays)
         size = len(chunk["data"]) + 200
         if used + size > max_bytes:
             left_out = keys[i:]
@@ -75,7 +85,7 @@ def embed_chunks(
 
 
 def page_html(
-    trace_or_widget: AttentionTrace | AttentionWidget,
+    trace_or_widget: AttentionTrace | AttentionComparison | AttentionWidget,
     *,
     views: Sequence[ViewName] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
@@ -90,7 +100,7 @@ def page_html(
     >>> page.startswith("<!doctype html>"), "https://" in page, '"views":["model"]' in page
     (True, False, True)
     """
-    trace, state, offered = _trace_and_state(trace_or_widget)
+    trace, state, offered, compared = _trace_and_state(trace_or_widget)
     shown = offered if views is None else check_views(views)
     if max_bytes <= 0:
         raise ValueError(f"max_bytes={max_bytes} must be positive (bytes of embedded data).")
@@ -98,8 +108,12 @@ def page_html(
         state["view"] = shown[0]
     css = static_file("widget.css").read_text(encoding="utf-8")
     script = static_file("standalone.js").read_text(encoding="utf-8")
-    chunks, notes = embed_chunks(trace, state, max_bytes, shown)
-    meta = {**build_meta(trace, embedded=True, notes=tuple(notes)), "views": list(shown)}
+    chunks, notes = embed_chunks(trace, state, max_bytes, shown, compared)
+    if compared is None:
+        meta = build_meta(trace, embedded=True, notes=tuple(notes))
+    else:
+        meta = compared.meta(embedded=True, notes=tuple(notes))
+    meta["views"] = list(shown)
     title = html.escape(f"attnscope · {meta['title']}")
     style = css.replace("</style", "<\\/style")
     return (
@@ -117,25 +131,31 @@ def page_html(
 
 
 def _trace_and_state(
-    source: AttentionTrace | AttentionWidget,
-) -> tuple[AttentionTrace, dict[str, Any], tuple[ViewName, ...]]:
+    source: AttentionTrace | AttentionComparison | AttentionWidget,
+) -> tuple[AttentionTrace, dict[str, Any], tuple[ViewName, ...], ComparisonChunks | None]:
     if isinstance(source, AttentionTrace):
-        return source, default_selection(source), VIEWS
+        return source, default_selection(source), VIEWS, None
+    if isinstance(source, AttentionComparison):
+        compared = ComparisonChunks(source)
+        state = {**default_selection(compared.a), "compare_side": "diff"}
+        return compared.a, state, VIEWS, compared
     trace = getattr(source, "trace", None)
     if not isinstance(trace, AttentionTrace):
         raise TypeError(
-            f"save_html takes an AttentionTrace or an AttentionWidget, not "
-            f"{type(source).__name__}; build a trace with attnscope.capture(...) or "
-            "AttentionTrace.from_tensors(...)."
+            f"save_html takes an AttentionTrace, an AttentionComparison or an "
+            f"AttentionWidget, not {type(source).__name__}; build a trace with "
+            "attnscope.capture(...) or AttentionTrace.from_tensors(...)."
         )
     # A widget (duck-typed: this module sits below the widget class) keeps its selection.
     state = {name: getattr(source, name) for name in default_selection(trace)}
     state["heads"] = list(state["heads"])
-    return trace, state, tuple(source.views)
+    comparison = getattr(source, "comparison", None)
+    sides = None if comparison is None else ComparisonChunks(comparison)
+    return trace, state, tuple(source.views), sides
 
 
 def save_html(
-    trace_or_widget: AttentionTrace | AttentionWidget,
+    trace_or_widget: AttentionTrace | AttentionComparison | AttentionWidget,
     path: str | Path,
     *,
     views: Sequence[ViewName] | None = None,
@@ -146,7 +166,9 @@ def save_html(
     Parameters
     ----------
     trace_or_widget
-        An :class:`~attnscope.AttentionTrace`, or an
+        An :class:`~attnscope.AttentionTrace`, an
+        :class:`~attnscope.AttentionComparison` (the page opens on ``A − B``
+        and toggles A / B / A − B like the widget), or an
         :class:`~attnscope.AttentionWidget` (its current view and selection are kept).
     path
         File to write; ``.html`` is added when there is no suffix.
@@ -171,6 +193,9 @@ def save_html(
     'attention.html'
     >>> save_html(trace, os.path.join(tempfile.mkdtemp(), "head.html"), views=("head",)).name
     'head.html'
+    >>> from attnscope import compare
+    >>> save_html(compare(trace, trace), os.path.join(tempfile.mkdtemp(), "ab.html")).name
+    'ab.html'
     """
     page = page_html(trace_or_widget, views=views, max_bytes=max_bytes)
     out = Path(path)

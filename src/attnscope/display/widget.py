@@ -15,11 +15,14 @@ import anywidget
 import traitlets as t
 
 from attnscope._static import static_file
+from attnscope.analysis.compare import AttentionComparison
 from attnscope.display.page import DEFAULT_MAX_BYTES, save_html
 from attnscope.encode.chunks import ChunkCache
+from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.messages import MESSAGE_BYTES, reply_messages
 from attnscope.encode.meta import build_meta
 from attnscope.encode.selection import (
+    COMPARE_SIDES,
     PAIR_FILTERS,
     THEMES,
     VIEWS,
@@ -42,7 +45,7 @@ class _Heads(t.List):  # type: ignore[type-arg]
 
 
 class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
-    """Interactive head, model and neuron views of one :class:`~attnscope.AttentionTrace`.
+    """Interactive head, model and neuron views of a trace, or of a comparison of two.
 
     Every trait below is synced with the browser: set it from Python to move
     the view, read it to see what the user picked. Invalid values raise
@@ -52,12 +55,15 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     ----------
     trace
         The attention to show (from :func:`attnscope.capture`,
-        :meth:`~attnscope.AttentionTrace.from_tensors`, ...).
+        :meth:`~attnscope.AttentionTrace.from_tensors`, ...), or an
+        :class:`~attnscope.AttentionComparison` (from :func:`attnscope.compare`):
+        then every view shows input A, input B or ``A − B`` over the aligned
+        tokens, as :attr:`compare_side` says.
     views
         The views offered, as tabs in this order: a non-empty subset of
         ``("head", "model", "neuron")`` (the default). With one view there
         are no tabs. Fixed for the widget's life; sent as ``_meta["views"]``.
-    view, stream, layer, heads, head, query, key, pair_filter, theme
+    view, stream, layer, heads, head, query, key, pair_filter, theme, compare_side
         Initial trait values; see the traits. ``view`` defaults to the first
         of ``views`` and must be one of them, ``stream`` to the trace's first
         stream and ``heads`` to all heads.
@@ -75,6 +81,9 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     [0, 1, 2, 3]
     >>> AttentionWidget(trace, views=("model", "head")).view
     'model'
+    >>> from attnscope import compare
+    >>> AttentionWidget(compare(trace, trace)).compare_side
+    'diff'
     """
 
     _esm = static_file("widget.js")
@@ -132,14 +141,26 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     Type: str. Default: ``"auto"``.
     """
+    compare_side = t.Enum(COMPARE_SIDES, default_value=None, allow_none=True).tag(sync=True)
+    """For a comparison: ``"a"`` or ``"b"`` shows that input, ``"diff"`` shows ``A − B``.
+
+    A single trace has nothing to compare: there it stays None. On a
+    comparison, None stands for ``"diff"``.
+    Type: str | None. Default: ``"diff"`` for a comparison, None otherwise.
+    """
 
     def __init__(
-        self, trace: AttentionTrace, *, views: Sequence[ViewName] = VIEWS, **options: Any
+        self,
+        trace: AttentionTrace | AttentionComparison,
+        *,
+        views: Sequence[ViewName] = VIEWS,
+        **options: Any,
     ) -> None:
-        if not isinstance(trace, AttentionTrace):
+        if not isinstance(trace, AttentionTrace | AttentionComparison):
             raise TypeError(
-                f"AttentionWidget shows an AttentionTrace, not {type(trace).__name__}; for a "
-                "model, module or tensors use attnscope.show_head_view(source, ...)."
+                f"AttentionWidget shows an AttentionTrace or an AttentionComparison, not "
+                f"{type(trace).__name__}; for a model, module or tensors use "
+                "attnscope.show_head_view(source, ...)."
             )
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
@@ -148,9 +169,17 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 f"{list(OPTIONS)}."
             )
         self._views = check_views(views)
-        self._trace = trace
+        self._comparison = trace if isinstance(trace, AttentionComparison) else None
+        self._compared = None if self._comparison is None else ComparisonChunks(self._comparison)
+        # A comparison's views index the aligned tokens, which both inputs' aligned traces share.
+        shown = trace if self._compared is None else self._compared.a
+        assert isinstance(shown, AttentionTrace)
+        self._trace = shown
+        trace = shown
         self._cache = ChunkCache()
         state = {**default_selection(trace), "view": self._views[0]}
+        if self._compared is not None:
+            state["compare_side"] = "diff"
         state.update({k: v for k, v in options.items() if v is not None or k in ("query", "key")})
         if state["view"] not in self._views:
             raise t.TraitError(self._not_offered(state["view"]))
@@ -159,13 +188,28 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if not options.get("heads"):
             # Spelled out: a value equal to the trait default would skip validation.
             state["heads"] = list(range(trace.streams[state["stream"]].num_heads))
-        super().__init__(_meta={**build_meta(trace), "views": list(self._views)}, **state)
+        meta = build_meta(trace) if self._compared is None else self._compared.meta()
+        super().__init__(_meta={**meta, "views": list(self._views)}, **state)
         self.on_msg(self._on_message)
 
     @property
     def trace(self) -> AttentionTrace:
-        """The trace this widget shows."""
+        """The trace this widget shows; for a comparison, input A over the aligned tokens."""
         return self._trace
+
+    @property
+    def comparison(self) -> AttentionComparison | None:
+        """The comparison this widget shows, or None for a single trace.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from attnscope import AttentionTrace, AttentionWidget, compare
+        >>> t = AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32))
+        >>> AttentionWidget(t).comparison is None, AttentionWidget(compare(t, t)).comparison.b is t
+        (True, True)
+        """
+        return self._comparison
 
     @property
     def views(self) -> tuple[ViewName, ...]:
@@ -273,6 +317,25 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
             )
         return value
 
+    @t.validate("compare_side")
+    def _check_compare_side(self, proposal: t.Bunch) -> str | None:
+        value = proposal["value"]
+        if self._compared is None:
+            if value is not None:
+                raise t.TraitError(
+                    f"compare_side={value!r} applies to comparisons, and this widget shows one "
+                    "trace; compare two with AttentionWidget(attnscope.compare(trace_a, "
+                    "trace_b)) or show_head_view(model, text, compare=other_text)."
+                )
+            return None
+        return str(value)
+
+    @t.observe("compare_side")
+    def _none_compares_both(self, change: t.Bunch) -> None:
+        # traitlets lets None past validation; on a comparison it stands for A - B.
+        if change["new"] is None and self._compared is not None:
+            self.compare_side = "diff"
+
     @t.observe("stream")
     def _clamp_to_stream(self, change: t.Bunch) -> None:
         new = self._stream()
@@ -319,7 +382,10 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if not isinstance(content, dict) or content.get("type") != "request":
             return []
         keys = content.get("keys", [])
-        return list(reply_messages(self._trace, keys, max_bytes=max_bytes, cache=self._cache))
+        encode = None if self._compared is None else self._compared.encode
+        return list(
+            reply_messages(self._trace, keys, max_bytes=max_bytes, cache=self._cache, encode=encode)
+        )
 
     def save_html(
         self,

@@ -33,6 +33,7 @@ U8Array = npt.NDArray[np.uint8]
 F32Array = npt.NDArray[np.float32]
 
 _DTYPE_CODES = {
+    np.dtype(np.int8): "i8",
     np.dtype(np.uint8): "u8",
     np.dtype(np.uint16): "u16",
     np.dtype(np.uint32): "u32",
@@ -41,7 +42,9 @@ _DTYPE_CODES = {
 
 
 def dtype_code(dtype: np.dtype[Any]) -> str:
-    """Return the protocol's name for a numpy dtype (``"u8"``, ``"u16"``, ``"u32"``, ``"f32"``).
+    """Return the protocol's name for a numpy dtype (``"i8"``, ``"u8"``, ``"u16"``, ``"f32"`` ...).
+
+    The names count bits, not bytes: ``"i8"`` is a signed byte (numpy's ``int8``).
 
     Examples
     --------

@@ -10,7 +10,7 @@ messages of at most about 64 MiB each.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -163,12 +163,16 @@ class ChunkCache:
 
     def encode(self, trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
         """Return the chunk's arrays, from the cache when it holds them."""
-        arrays = self._items.get(key.key)
+        return self.get(key.key, lambda: encode_chunk(trace, key))
+
+    def get(self, key: str, make: Callable[[], list[NamedArray]]) -> list[NamedArray]:
+        """Return the arrays cached under ``key``, or ``make()`` them and cache them."""
+        arrays = self._items.get(key)
         if arrays is not None:
-            self._items.move_to_end(key.key)
+            self._items.move_to_end(key)
             return arrays
-        arrays = encode_chunk(trace, key)
-        self._items[key.key] = arrays
+        arrays = make()
+        self._items[key] = arrays
         self.nbytes += sum(a.nbytes for _, a in arrays)
         while self.nbytes > self.max_bytes and len(self._items) > 1:
             _, dropped = self._items.popitem(last=False)

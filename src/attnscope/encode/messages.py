@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,13 +39,16 @@ def reply_messages(
     *,
     max_bytes: int = MESSAGE_BYTES,
     cache: ChunkCache | None = None,
+    encode: Callable[[object], list[NamedArray]] | None = None,
 ) -> Iterator[tuple[dict[str, Any], list[bytes]]]:
     """Answer a request for ``keys`` with ``(content, buffers)`` messages.
 
     Chunks go in the order asked, batched so no message carries more than
     ``max_bytes`` of buffers (a single larger chunk goes in a message of its
     own). A key that cannot be served is answered with ``{"key", "error"}``.
-    Chunks come from ``cache`` when one is given.
+    Chunks come from ``cache`` when one is given. ``encode``, when given,
+    serves keys instead of ``trace`` (a comparison's side chunks); it raises
+    ValueError for a key it cannot serve.
 
     Examples
     --------
@@ -62,8 +65,11 @@ def reply_messages(
     size = 0
     for raw in keys:
         try:
-            key = parse_key(raw, trace)
-            arrays = cache.encode(trace, key) if cache else encode_chunk(trace, key)
+            if encode is not None:
+                arrays = encode(raw)
+            else:
+                key = parse_key(raw, trace)
+                arrays = cache.encode(trace, key) if cache else encode_chunk(trace, key)
         except ValueError as err:
             chunks.append({"key": str(raw), "error": str(err)})
             continue

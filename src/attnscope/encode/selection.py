@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from attnscope.trace import AttentionTrace
 
 ViewName = Literal["head", "model", "neuron"]
+CompareSide = Literal["a", "b", "diff"]
 
 _SCHEMA: dict[str, Any] = json.loads(
     resources.files("attnscope.encode").joinpath("selection.json").read_text(encoding="utf-8")
@@ -27,6 +28,8 @@ PAIR_FILTERS: tuple[str, ...] = tuple(_SCHEMA["pair_filters"])
 """Values of the ``pair_filter`` trait: all, or queries-in/keys-in sentence A or B."""
 THEMES: tuple[str, ...] = tuple(_SCHEMA["themes"])
 """Values of the ``theme`` trait."""
+COMPARE_SIDES: tuple[CompareSide, ...] = tuple(cast("list[CompareSide]", _SCHEMA["compare_sides"]))
+"""Values of the ``compare_side`` trait for a comparison: input A, input B, or ``A − B``."""
 SELECTION_FIELDS: tuple[str, ...] = tuple(_SCHEMA["fields"])
 """The synced selection traits, in protocol order."""
 SELECTION_DOCS: dict[str, str] = {k: str(v["doc"]) for k, v in _SCHEMA["fields"].items()}
