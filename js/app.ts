@@ -7,6 +7,8 @@ import { resolveTheme, watchHostTheme } from "./theme";
 import { defaultQuery, querySide, streamOf } from "./tokens";
 import type { AppState, Cleanup, DataSource, Meta, Store, ViewContext, ViewName } from "./types";
 import { h, listeners } from "./views/common";
+import { comparedSide, compareToggle, comparisonSummary } from "./views/compare_toggle";
+import { renderSide } from "./views/compare_view";
 import { renderHeadView } from "./views/head";
 import { renderModelView } from "./views/model";
 import { renderNeuronView } from "./views/neuron";
@@ -58,11 +60,14 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
   controls.append(layerSel, themeSel);
   // One view: nothing to switch to, so no tab bar.
   header.append(...(offered.length > 1 ? [title, tabs, controls] : [title, controls]));
+  // A comparison: the A / B / A − B switch after the tabs, and what is compared under them.
+  const sides = meta.comparison ? compareToggle(L, store, meta) : null;
+  if (sides) controls.before(sides.el);
   const notes = h("div", "attnscope-notes");
   notes.textContent = (meta.notes ?? []).join(" ");
   notes.hidden = !meta.notes?.length;
   const host = h("div", "attnscope-viewhost");
-  root.append(header, notes, host);
+  root.append(header, ...(meta.comparison ? [comparisonSummary(meta.comparison)] : []), notes, host);
   el.append(root);
 
   L.on(streamSel, "change", () => store.set({ stream: streamSel.value }));
@@ -89,15 +94,16 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
     store.set({ resolved_theme: resolved, theme_rev: store.get().theme_rev + 1 });
   }
 
-  let current: { name: ViewName; cleanup: Cleanup } | null = null;
+  let current: { name: ViewName; side: string | null; cleanup: Cleanup } | null = null;
   function showView(): void {
     const name = store.get().view;
     // A view this page or widget does not offer (a stale trait, a model-view click): show the first offered.
     if (!offered.includes(name)) { store.set({ view: offered[0] as ViewName }); return; }
-    if (current?.name === name) return;
+    const side = comparedSide(meta, store.get());
+    if (current?.name === name && current.side === side) return;
     current?.cleanup();
     host.replaceChildren();
-    current = { name, cleanup: RENDERERS[name]({ meta, store, data, root: host }) };
+    current = { name, side, cleanup: renderSide(name, RENDERERS[name], { meta, store, data, root: host }, side) };
   }
 
   function sync(): void {
@@ -106,6 +112,7 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
     streamSel.value = s.stream;
     layerSel.value = String(s.layer);
     themeSel.value = s.theme;
+    sides?.sync();
   }
 
   /** Keep the selection inside the current stream's shape. */
@@ -145,7 +152,7 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
   const unsub = store.subscribe((changed) => {
     if (changed.has("stream")) { clamp(); fillLayers(); }
     if (changed.has("theme")) applyTheme();
-    if (changed.has("view")) showView();
+    if (changed.has("view") || changed.has("compare_side")) showView();
     sync();
   });
   const unTheme = watchHostTheme(() => applyTheme());

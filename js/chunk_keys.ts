@@ -12,3 +12,6 @@ export const attnKey = (stream: string, layer: number, head: number): string => 
 
 /** One head's q and k vectors (neuron view). */
 export const qkKey = (stream: string, layer: number, head: number): string => `qk:${stream}:${layer}:${head}`;
+
+/** A chunk of one side of a comparison (docs/protocol.md, "Comparisons"): `a/`, `b/` or `diff/` before any key above. */
+export const sideKey = (side: string, key: string): string => `${side}/${key}`;

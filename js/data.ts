@@ -3,7 +3,7 @@ import type { Chunk, DataSource, DType, NDArray, TypedArray } from "./types";
 
 export type RawBuffer = DataView | Uint8Array | ArrayBuffer | string;
 
-const ITEM_SIZE: Record<DType, number> = { u8: 1, u16: 2, u32: 4, f32: 4 };
+const ITEM_SIZE: Record<DType, number> = { i8: 1, u8: 1, u16: 2, u32: 4, f32: 4 };
 
 /** Bytes of a base64 string. */
 export function base64ToBytes(text: string): Uint8Array {
@@ -32,6 +32,7 @@ export function typedArray(dtype: DType, bytes: Uint8Array, count?: number): Typ
   let src = bytes;
   if (size > 1 && src.byteOffset % size !== 0) src = bytes.slice(0, n * size);
   switch (dtype) {
+    case "i8": return new Int8Array(src.buffer, src.byteOffset, n);
     case "u8": return new Uint8Array(src.buffer, src.byteOffset, n);
     case "u16": return new Uint16Array(src.buffer, src.byteOffset, n);
     case "u32": return new Uint32Array(src.buffer, src.byteOffset, n);

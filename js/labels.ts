@@ -1,7 +1,7 @@
 // What the controls call each schema value. Records keyed by the TypeScript
 // unions: tsc wants a label for every member, and tests/js/selection.test.ts
 // wants every value the schema lists to have one, so neither side can drift.
-import type { PairFilter, ThemeSetting, ViewName } from "./types";
+import type { CompareSide, PairFilter, ThemeSetting, ViewName } from "./types";
 
 export const VIEW_LABELS: Readonly<Record<ViewName, string>> = { head: "Head", model: "Model", neuron: "Neuron" };
 
@@ -12,3 +12,5 @@ export const PAIR_FILTER_LABELS: Readonly<Record<PairFilter, string>> = {
 export const THEME_LABELS: Readonly<Record<ThemeSetting, string>> = {
   auto: "theme: auto", light: "theme: light", dark: "theme: dark",
 };
+
+export const COMPARE_SIDE_LABELS: Readonly<Record<CompareSide, string>> = { a: "A", b: "B", diff: "A − B" };

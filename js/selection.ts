@@ -2,7 +2,7 @@
 // file (attnscope.encode.selection), so field names, defaults and the lists of
 // allowed values are written once, in src/attnscope/encode/selection.json.
 import schema from "../src/attnscope/encode/selection.json";
-import type { PairFilter, Selection, ThemeSetting, ViewName } from "./types";
+import type { CompareSide, PairFilter, Selection, ThemeSetting, ViewName } from "./types";
 
 /** The selection as traits carry it and the schema gives its defaults: `stream` null stands for the trace's first stream. */
 export type SelectionTraits = Omit<Selection, "stream"> & { stream: string | null };
@@ -32,3 +32,5 @@ export const DEFAULT_SELECTION: Readonly<SelectionTraits> = Object.freeze(
 export const VIEWS: readonly ViewName[] = Object.freeze([...schema.views] as ViewName[]);
 export const PAIR_FILTERS: readonly PairFilter[] = Object.freeze([...schema.pair_filters] as PairFilter[]);
 export const THEMES: readonly ThemeSetting[] = Object.freeze([...schema.themes] as ThemeSetting[]);
+/** A comparison's sides, in the toggle's order. */
+export const COMPARE_SIDES: readonly CompareSide[] = Object.freeze([...schema.compare_sides] as CompareSide[]);

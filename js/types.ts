@@ -38,11 +38,28 @@ export interface Meta {
   embedded?: boolean;
   /** The views offered, in tab order; absent (older pages): all three. */
   views?: ViewName[];
+  /** Set when the widget shows a comparison of two inputs (docs/protocol.md, "Comparisons"). */
+  comparison?: ComparisonMeta | null;
+}
+
+/** What `_meta.comparison` says about two inputs shown over their aligned tokens. */
+export interface ComparisonMeta {
+  /** Each input's own tokens, all of them. */
+  a: SideMeta;
+  b: SideMeta;
+  /** (position in A, position in B) of each aligned pair: row i of the views is pair i. */
+  alignment: [number, number][];
+  /** Per stream, per (layer position, head): mean Jensen–Shannon divergence of aligned rows, nats; null: no row to compare. */
+  divergence: Record<string, (number | null)[][]>;
+  /** Per stream, every (layer position, head), the most changed first. */
+  ranking: Record<string, [number, number][]>;
 }
 
 export type ViewName = "head" | "model" | "neuron";
 export type PairFilter = "all" | "AA" | "AB" | "BA" | "BB";
 export type ThemeSetting = "auto" | "light" | "dark";
+/** A comparison's side: input A, input B, or A − B. */
+export type CompareSide = "a" | "b" | "diff";
 
 /**
  * The synced selection: one field per trait, as the store holds it (`stream`
@@ -58,6 +75,8 @@ export interface Selection {
   key: number | null;
   pair_filter: PairFilter;
   theme: ThemeSetting;
+  /** A comparison's side shown; null on a single trace (and on a comparison, null means "diff"). */
+  compare_side: CompareSide | null;
 }
 
 /** Selection plus state that lives only in the browser. */
@@ -66,10 +85,13 @@ export interface AppState extends Selection {
   resolved_theme: "light" | "dark";
   /** Bumped whenever the colours may have changed (theme trait, host theme): views re-read them. */
   theme_rev: number;
+  /** A comparison's model view: cells by layer and head, or most changed first (absent: by layer). */
+  grid_order?: "layers" | "divergence";
 }
 
-export type DType = "u8" | "u16" | "u32" | "f32";
-export type TypedArray = Uint8Array | Uint16Array | Uint32Array | Float32Array;
+/** Array element types by bits: "i8" is a signed byte (a comparison's A − B). */
+export type DType = "i8" | "u8" | "u16" | "u32" | "f32";
+export type TypedArray = Int8Array | Uint8Array | Uint16Array | Uint32Array | Float32Array;
 
 export interface NDArray {
   dtype: DType;
@@ -104,6 +126,8 @@ export interface ViewContext {
   store: Store<AppState>;
   data: DataSource;
   root: HTMLElement;
+  /** In a comparison, the side this view draws (its `data` serves that side's chunks); absent otherwise. */
+  side?: CompareSide;
 }
 
 export type Cleanup = () => void;

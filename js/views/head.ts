@@ -18,9 +18,12 @@ import {
 } from "./head_lines";
 import { paintLines, paintOffscreenCounts, paintTokenLabels } from "./head_paint";
 import { clearRows, placeRows, type TokenColumn } from "./head_tokens";
+import { diffLegend, paintSignedLines } from "./compare_head";
 
 export function renderHeadView(ctx: ViewContext): Cleanup {
   const { meta, store, data, root } = ctx;
+  /** A comparison's A − B: signed lines in diverging colours. */
+  const signed = ctx.side === "diff";
   const L = listeners();
   const view = h("div", "attnscope-view attnscope-headview", { "data-testid": "head-view", "data-ready": "false", "data-draws": "0" });
   const bar = h("div", "attnscope-toolbar");
@@ -74,7 +77,8 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   /** The lines and their off-screen counts: what the canvas shows, and what an image shows under the labels. */
   function paintCanvasPart(p: Painter, g: HeadLayout): { above: number; below: number } {
     collect(g);
-    paintLines(p, lines, g, colors, stream().num_heads);
+    if (signed) paintSignedLines(p, lines, g, theme);
+    else paintLines(p, lines, g, colors, stream().num_heads);
     const edges = offscreenKeys(lines, g.height);
     paintOffscreenCounts(p, edges, g, theme);
     return edges;
@@ -166,6 +170,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   L.on(viewport, "scroll", () => sched.request(), { passive: true });
 
   bar.append(swatchBox);
+  if (signed) bar.append(diffLegend());
   const unSave = saveButtons(bar, {
     name: () => `attnscope-head-L${st().layer}`,
     picture: () => {

@@ -20,6 +20,7 @@ export const BUCKETS = 10;
 /**
  * A `top:` chunk's arrays (docs/protocol.md): for each (head, query) row,
  * `slots` keys strongest first, or every key in key order when `index` is null.
+ * A comparison's `diff/top:` chunk has signed bytes: then `full` is 127, not 255.
  */
 export interface TopRows {
   index: ArrayLike<number> | null;
@@ -27,6 +28,8 @@ export interface TopRows {
   rowmax: ArrayLike<number>;
   queries: number;
   slots: number;
+  /** The byte that stands for a row's `rowmax`: a weight is `byte / full * rowmax` (absent: 255). */
+  full?: number;
 }
 
 /** The arrays of a loaded `top:` chunk; its shape is the truth (`_meta` only announces `top_k`). */
@@ -38,6 +41,7 @@ export function topRowsOf(chunk: Chunk, queries: number, announcedSlots: number)
     rowmax: arr(chunk, "rowmax").data,
     queries,
     slots: weight.shape[2] ?? announcedSlots,
+    full: weight.dtype === "i8" ? 127 : 255,
   };
 }
 
@@ -137,6 +141,7 @@ export function collectLines(lines: Lines, top: TopRows, layout: HeadLayout, f: 
   const segQ = f.segQ, segK = f.segK;
   const filter = segQ && segK ? f.pairFilter : "all";
   const { index, weight, rowmax } = top;
+  const full = top.full ?? 255;
   const minW8 = 1; // weights under 1/255 of the layer's scale are invisible anyway
   /** Every candidate line: (head, query, key, weight as 0..255, weight). */
   const visit = (fn: (hd: number, q: number, k: number, b: number, wt: number) => void): void => {
@@ -151,8 +156,9 @@ export function collectLines(lines: Lines, top: TopRows, layout: HeadLayout, f: 
           const k = index ? (index[base + t] as number) : t;
           if (f.key >= 0 && k !== f.key) continue;
           if (filter !== "all" && !pairPasses(filter, segQ?.[q], segK?.[k])) continue;
-          const b = Math.min(255, Math.floor(w8 * rm));
-          if (b >= minW8) fn(hd, q, k, b, (w8 / 255) * rm);
+          // Signed weights (A − B) are kept and ranked by their size.
+          const b = Math.min(255, Math.floor((Math.abs(w8) / full) * 255 * rm));
+          if (b >= minW8) fn(hd, q, k, b, (w8 / full) * rm);
         }
       }
     }
@@ -182,14 +188,14 @@ export function collectLines(lines: Lines, top: TopRows, layout: HeadLayout, f: 
   return out;
 }
 
-/** Into `out` (one entry per key): the largest weight over `heads` from `query` to each key. */
+/** Into `out` (one entry per key): the largest weight (or size of a signed one) over `heads` from `query` to each key. */
 export function keyWeights(out: Float32Array, top: TopRows, heads: readonly number[], query: number): void {
   out.fill(0);
   const Q = top.queries, T = top.slots;
   for (const hd of heads) {
     const rm = top.rowmax[hd * Q + query] as number, base = (hd * Q + query) * T;
     for (let t = 0; t < T; t++) {
-      const k = keyAt(top, base, t), w = ((top.weight[base + t] as number) / 255) * rm;
+      const k = keyAt(top, base, t), w = (Math.abs(top.weight[base + t] as number) / (top.full ?? 255)) * rm;
       if (w > (out[k] as number)) out[k] = w;
     }
   }

@@ -10,13 +10,17 @@ import { canvasPainter, type PixelScratch } from "../paint/canvas_painter";
 import { streamOf } from "../tokens";
 import type { Chunk, Cleanup, ViewContext } from "../types";
 import { h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, watchResize, widthOf } from "./common";
-import { cellAt, cellOrigin, GAP, gridGeometry, heatmapTile, paintGrid, type GridGeometry, type GridScene, type Thumbnails } from "./model_grid";
+import { cellAt, GAP, gridGeometry, heatmapTile, paintGrid, placedOrigin, type GridGeometry, type GridScene, type Thumbnails } from "./model_grid";
+import { divergenceNote, gridOrder, gridOrderSelect, signedThumbnails } from "./compare_grid";
+import { divergingLut } from "./compare_colors";
 
 const PREVIEW = 200;
 const HOVER_FETCH_MS = 120;
 
 export function renderModelView(ctx: ViewContext): Cleanup {
   const { meta, store, data, root } = ctx;
+  /** A comparison's A − B: signed thumbnails on the diverging scale. */
+  const signed = ctx.side === "diff";
   const L = listeners();
   const view = h("div", "attnscope-view attnscope-modelview", { "data-testid": "model-view", "data-ready": "false", "data-draws": "0" });
   const bar = h("div", "attnscope-toolbar");
@@ -28,6 +32,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   ].filter(Boolean).join(", ");
   hint.textContent = `Rows: layers · columns: heads. Hover a cell to enlarge it${opens ? `; ${opens}` : ""}.`;
   bar.append(hint);
+  if (meta.comparison) bar.append(gridOrderSelect(L, store));
   const status = h("div", "attnscope-status");
   const wrap = h("div", "attnscope-mv-wrap");
   const canvas = h("canvas", "attnscope-mv-canvas", { "data-testid": "model-canvas", role: "img", "aria-label": "Attention of every layer and head" });
@@ -41,7 +46,8 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   root.append(view);
 
   let theme: ThemeColors = readTheme(root, store.get().resolved_theme === "dark");
-  let lut = weightLut(theme);
+  const lutOf = (t: ThemeColors): Uint8ClampedArray => (signed ? divergingLut(t) : weightLut(t));
+  let lut = lutOf(theme);
   let thumbs: Chunk | null = null;
   let loadedKey = "";
   let geo: GridGeometry = { cell: 0, width: 0, height: 0 };
@@ -54,11 +60,12 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   const thumbnails = (): Thumbnails | null => {
     if (!thumbs || thumbs.error) return null;
     const sm = stream(), a = arr(thumbs, "thumbs");
+    if (signed) return signedThumbnails(thumbs, sm);
     return { data: a.data as Uint8Array, rows: a.shape[2] ?? sm.thumb_rows, cols: a.shape[3] ?? sm.thumb_cols };
   };
   const scene = (): GridScene => {
     const sm = stream(), s = store.get();
-    return { geo, layerNumbers: sm.layers, heads: sm.num_heads, thumbs: thumbnails(), lut, theme, selected: { layer: s.layer, head: s.head } };
+    return { geo, layerNumbers: sm.layers, heads: sm.num_heads, thumbs: thumbnails(), lut, theme, selected: { layer: s.layer, head: s.head }, order: gridOrder(meta, s) };
   };
 
   function draw(): void {
@@ -93,14 +100,14 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   function cellUnder(e: MouseEvent): { l: number; h: number } | null {
     const r = canvas.getBoundingClientRect();
     const sm = stream();
-    return cellAt(geo, e.clientX - r.left, e.clientY - r.top, sm.layers.length, sm.num_heads);
+    return cellAt(geo, e.clientX - r.left, e.clientY - r.top, sm.layers.length, sm.num_heads, gridOrder(meta, store.get()));
   }
 
   /** The hovered cell, large: from its full-resolution chunk once that has arrived, else its thumbnail. */
   function drawPreview(cell: { l: number; h: number }): void {
     const s = store.get();
     const sm = stream();
-    pcap.textContent = `Layer ${sm.layers[cell.l] ?? cell.l} · head ${cell.h}`;
+    pcap.textContent = `Layer ${sm.layers[cell.l] ?? cell.l} · head ${cell.h}${divergenceNote(meta, s.stream, cell.l, cell.h)}`;
     const dpr = window.devicePixelRatio || 1;
     const c = sizeCanvas(pcanvas, PREVIEW, PREVIEW, dpr);
     if (!c) return;
@@ -114,11 +121,12 @@ export function renderModelView(ctx: ViewContext): Cleanup {
       for (const v of rm) if (v > mx) mx = v;
       // Keep per-row quantisation honest: scale each row by rowmax / max.
       const scale = Array.from(rm, (v) => (mx > 0 ? v / mx : 0));
-      p.tiles([heatmapTile(place, arr(full, "weight").data, sm.q_len, sm.k_len, scale, lut)]);
+      p.tiles([heatmapTile(place, arr(full, "weight").data, sm.q_len, sm.k_len, scale, lut, undefined, signed)]);
       preview.dataset.source = "attn";
     } else if (small) {
       const n = small.rows * small.cols, at = (cell.l * sm.num_heads + cell.h) * n;
-      p.tiles([heatmapTile(place, small.data.subarray(at, at + n), small.rows, small.cols, null, lut)]);
+      const gain = small.gain?.(cell.l * sm.num_heads + cell.h) ?? null;
+      p.tiles([heatmapTile(place, small.data.subarray(at, at + n), small.rows, small.cols, gain, lut, undefined, small.signed)]);
       preview.dataset.source = "thumb";
     } else {
       p.tiles([{ ...place, fill: () => undefined }]); // nothing loaded: blank out the previous cell
@@ -129,7 +137,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     const cell = cellUnder(e);
     if (!cell) { hideHover(); return; }
     preview.hidden = false;
-    const origin = cellOrigin(geo, cell.l, cell.h);
+    const origin = placedOrigin(geo, cell.l, cell.h, stream().num_heads, gridOrder(meta, store.get()));
     preview.style.left = `${Math.min(origin.x + geo.cell + GAP + 8, Math.max(0, geo.width - PREVIEW - 8))}px`;
     preview.style.top = `${origin.y}px`;
     if (hoverCell?.l === cell.l && hoverCell.h === cell.h) return;
@@ -167,7 +175,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   const unsub = store.subscribe((changed) => {
     if (changed.has("theme_rev")) {
       theme = readTheme(root, store.get().resolved_theme === "dark");
-      lut = weightLut(theme);
+      lut = lutOf(theme);
     }
     if (changed.has("stream")) load();
     sched.request();

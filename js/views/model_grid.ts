@@ -18,19 +18,34 @@ export function gridGeometry(layers: number, heads: number, avail: number): Grid
 export const cellOrigin = (geo: GridGeometry, l: number, hd: number): { x: number; y: number } =>
   ({ x: LABEL_W + hd * (geo.cell + GAP), y: LABEL_H + l * (geo.cell + GAP) });
 
-/** The cell under (x, y) in grid coordinates, or null outside the grid. */
-export function cellAt(geo: GridGeometry, x: number, y: number, layers: number, heads: number): { l: number; h: number } | null {
+/**
+ * The cell under (x, y) in grid coordinates, or null outside the grid. With
+ * `order` (the cell index `l * heads + h` of each place, row by row) the cell placed there.
+ */
+export function cellAt(geo: GridGeometry, x: number, y: number, layers: number, heads: number, order?: readonly number[] | null): { l: number; h: number } | null {
   const gx = x - LABEL_W, gy = y - LABEL_H;
   if (gx < 0 || gy < 0 || geo.cell <= 0) return null;
   const hd = Math.floor(gx / (geo.cell + GAP)), l = Math.floor(gy / (geo.cell + GAP));
   if (hd >= heads || l >= layers) return null;
-  return { l, h: hd };
+  const cell = order?.[l * heads + hd];
+  return cell === undefined ? { l, h: hd } : { l: Math.floor(cell / heads), h: cell % heads };
 }
 
-/** Block-max pool a (rows × cols) u8 image into (outH × outW) RGBA pixels through `lut`. */
+/** Top-left corner of where cell (l, hd) is drawn: its own place, or with `order` the place it is ranked at. */
+export function placedOrigin(geo: GridGeometry, l: number, hd: number, heads: number, order?: readonly number[] | null): { x: number; y: number } {
+  const slot = order ? order.indexOf(l * heads + hd) : -1;
+  return slot < 0 ? cellOrigin(geo, l, hd) : cellOrigin(geo, Math.floor(slot / heads), slot % heads);
+}
+
+/**
+ * Block-max pool a (rows × cols) u8 image into (outH × outW) RGBA pixels through `lut`.
+ * `signed` images (a comparison's A − B, i8) keep each block's value of largest
+ * magnitude and look it up at `128 + value`.
+ */
 export function poolInto(
   src: ArrayLike<number>, rows: number, cols: number, scale: ArrayLike<number> | null,
   out: Uint8ClampedArray, outStride: number, ox: number, oy: number, outW: number, outH: number, lut: Uint8ClampedArray,
+  signed = false,
 ): void {
   for (let y = 0; y < outH; y++) {
     const r0 = Math.floor((y * rows) / outH), r1 = Math.max(r0 + 1, Math.floor(((y + 1) * rows) / outH));
@@ -39,25 +54,28 @@ export function poolInto(
       let m = 0;
       for (let r = r0; r < r1; r++) {
         const sc = scale ? (scale[r] as number) : 1;
-        for (let c = c0; c < c1; c++) { const v = (src[r * cols + c] as number) * sc; if (v > m) m = v; }
+        for (let c = c0; c < c1; c++) { const v = (src[r * cols + c] as number) * sc; if (signed ? Math.abs(v) > Math.abs(m) : v > m) m = v; }
       }
-      const li = Math.min(255, Math.round(m)) * 4;
+      const li = (signed ? 128 + Math.max(-127, Math.min(127, Math.round(m))) : Math.min(255, Math.round(m))) * 4;
       const o = ((oy + y) * outStride + ox + x) * 4;
       out[o] = lut[li] as number; out[o + 1] = lut[li + 1] as number; out[o + 2] = lut[li + 2] as number; out[o + 3] = 255;
     }
   }
 }
 
-/** A (rows × cols) u8 image as a tile of the given place, pooled through `lut`. */
+/** A (rows × cols) u8 (or `signed` i8) image as a tile of the given place, pooled through `lut`. */
 export function heatmapTile(
   place: { x: number; y: number; w: number; h: number }, src: ArrayLike<number>, rows: number, cols: number,
-  scale: ArrayLike<number> | null, lut: Uint8ClampedArray, title?: string,
+  scale: ArrayLike<number> | null, lut: Uint8ClampedArray, title?: string, signed = false,
 ): Tile {
-  return { ...place, title, fill: (px, stride, ox, oy, w, h) => poolInto(src, rows, cols, scale, px, stride, ox, oy, w, h, lut) };
+  return { ...place, title, fill: (px, stride, ox, oy, w, h) => poolInto(src, rows, cols, scale, px, stride, ox, oy, w, h, lut, signed) };
 }
 
-/** Every (layer, head) thumbnail, `rows` × `cols` each, in layer-major order (the `thumbs:` chunk). */
-export interface Thumbnails { data: Uint8Array; rows: number; cols: number }
+/**
+ * Every (layer, head) thumbnail, `rows` × `cols` each, in layer-major order (the `thumbs:` chunk).
+ * A comparison's A − B is `signed`, each cell scaled by its `gain` (rows of it, one per thumbnail row).
+ */
+export interface Thumbnails { data: Uint8Array | Int8Array; rows: number; cols: number; signed?: boolean; gain?: (cell: number) => ArrayLike<number> }
 
 export interface GridScene {
   geo: GridGeometry;
@@ -69,6 +87,8 @@ export interface GridScene {
   theme: ThemeColors;
   /** The cell outlined: the selection's layer and head. */
   selected: { layer: number; head: number };
+  /** Cells in this order, row by row (cell index `l * heads + h` per place), most changed first in a comparison; absent: by layer and head. */
+  order?: readonly number[] | null;
 }
 
 /** The grid's picture (the background is the caller's): cells, labels, the selected cell's outline. */
@@ -80,18 +100,21 @@ export function paintGrid(p: Painter, s: GridScene): void {
     const tiles: Tile[] = [];
     for (let l = 0; l < layers; l++) {
       for (let hd = 0; hd < heads; hd++) {
-        const at = (l * heads + hd) * R * C;
-        const { x, y } = cellOrigin(geo, l, hd);
-        tiles.push(heatmapTile({ x, y, w: geo.cell, h: geo.cell }, data.subarray(at, at + R * C), R, C, null, s.lut, `layer ${s.layerNumbers[l] ?? l} head ${hd}`));
+        const cell = l * heads + hd, at = cell * R * C;
+        const { x, y } = placedOrigin(geo, l, hd, heads, s.order);
+        const gain = thumbs.gain?.(cell) ?? null;
+        tiles.push(heatmapTile({ x, y, w: geo.cell, h: geo.cell }, data.subarray(at, at + R * C), R, C, gain, s.lut, `layer ${s.layerNumbers[l] ?? l} head ${hd}`, thumbs.signed));
       }
     }
     p.tiles(tiles);
   }
   const muted = hex(s.theme.muted);
-  for (let l = 0; l < layers; l++) p.text(LABEL_W - 4, cellOrigin(geo, l, 0).y + geo.cell / 2, `L${s.layerNumbers[l] ?? l}`, muted, "right");
+  // Ranked cells: a row starts at a rank, and its columns are no head in particular.
+  const rowLabel = (l: number): string => (s.order ? `#${l * heads + 1}` : `L${s.layerNumbers[l] ?? l}`);
+  for (let l = 0; l < layers; l++) p.text(LABEL_W - 4, cellOrigin(geo, l, 0).y + geo.cell / 2, rowLabel(l), muted, "right");
   // Head numbers only as often as they fit.
   const every = Math.ceil(22 / (geo.cell + GAP));
-  for (let hd = 0; hd < heads; hd += every) p.text(cellOrigin(geo, 0, hd).x + geo.cell / 2, LABEL_H / 2, String(hd), muted, "center");
-  const sel = cellOrigin(geo, s.selected.layer, s.selected.head);
+  if (!s.order) for (let hd = 0; hd < heads; hd += every) p.text(cellOrigin(geo, 0, hd).x + geo.cell / 2, LABEL_H / 2, String(hd), muted, "center");
+  const sel = placedOrigin(geo, s.selected.layer, s.selected.head, heads, s.order);
   p.strokeRect(sel.x - 1, sel.y - 1, geo.cell + 2, geo.cell + 2, { color: hex(s.theme.fg), width: 2 });
 }

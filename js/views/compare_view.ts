@@ -1,0 +1,11 @@
+// Which renderer and which chunks a view of a comparison gets: the usual view over
+// one side's chunks, or, for the neuron view of A − B, A and B side by side.
+import { sideData } from "../compare_data";
+import type { Cleanup, CompareSide, ViewContext, ViewName } from "../types";
+import { renderCompareNeuron } from "./compare_neuron";
+
+export function renderSide(name: ViewName, render: (ctx: ViewContext) => Cleanup, ctx: ViewContext, side: CompareSide | null): Cleanup {
+  if (!side) return render(ctx);
+  if (name === "neuron" && side === "diff") return renderCompareNeuron(ctx);
+  return render({ ...ctx, data: sideData(ctx.data, side), side });
+}
