@@ -2,8 +2,8 @@
 // selection is defined; these check at run time what tsc cannot see in a JSON import:
 // the literal values, against the TypeScript unions the code is written with.
 import schema from "../../src/attnscope/encode/selection.json";
-import { PAIR_FILTER_LABELS, THEME_LABELS, VIEW_LABELS } from "../../js/labels";
-import { DEFAULT_SELECTION, PAIR_FILTERS, SELECTION_KEYS, THEMES, VIEWS } from "../../js/selection";
+import { COMPARE_SIDE_LABELS, PAIR_FILTER_LABELS, THEME_LABELS, VIEW_LABELS } from "../../js/labels";
+import { COMPARE_SIDES, DEFAULT_SELECTION, PAIR_FILTERS, SELECTION_KEYS, THEMES, VIEWS } from "../../js/selection";
 
 const sorted = (xs: Iterable<string>): string[] => [...xs].sort();
 
@@ -21,12 +21,14 @@ describe("selection schema", () => {
     expect(VIEWS).toEqual(schema.views);
     expect(PAIR_FILTERS).toEqual(schema.pair_filters);
     expect(THEMES).toEqual(schema.themes);
+    expect(COMPARE_SIDES).toEqual(schema.compare_sides);
   });
 
   it("labels exactly the values the schema lists (the TypeScript unions match the schema)", () => {
     expect(sorted(Object.keys(VIEW_LABELS))).toEqual(sorted(VIEWS));
     expect(sorted(Object.keys(PAIR_FILTER_LABELS))).toEqual(sorted(PAIR_FILTERS));
     expect(sorted(Object.keys(THEME_LABELS))).toEqual(sorted(THEMES));
+    expect(sorted(Object.keys(COMPARE_SIDE_LABELS))).toEqual(sorted(COMPARE_SIDES));
   });
 
   it("has defaults that are allowed values", () => {
