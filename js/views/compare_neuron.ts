@@ -152,7 +152,7 @@ export function renderCompareNeuron(ctx: ViewContext): Cleanup {
     if ((headIn.getRootNode() as Document | ShadowRoot).activeElement !== headIn) headIn.value = String(s.head);
     queryIn.max = String(sm.q_len - 1);
     headIn.max = String(sm.num_heads - 1);
-    view.dataset.key = String(r.key);
+    view.dataset.shownKey = String(r.key);
     info.hidden = detail.hidden = table.hidden = false;
     markDrawn(view, true);
   }
