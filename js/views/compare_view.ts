@@ -4,8 +4,10 @@ import { sideData } from "../compare_data";
 import type { Cleanup, CompareSide, ViewContext, ViewName } from "../types";
 import { renderCompareNeuron } from "./compare_neuron";
 
+/** Render view `name` of `side` (null: not a comparison); the view's host says which side it shows (`data-side`). */
 export function renderSide(name: ViewName, render: (ctx: ViewContext) => Cleanup, ctx: ViewContext, side: CompareSide | null): Cleanup {
   if (!side) return render(ctx);
+  ctx.root.dataset.side = side;
   if (name === "neuron" && side === "diff") return renderCompareNeuron(ctx);
   return render({ ...ctx, data: sideData(ctx.data, side), side });
 }
