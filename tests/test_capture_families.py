@@ -78,6 +78,9 @@ def test_attention_equals_eager(family: str, wordpiece: Any) -> None:
     expected_streams = ["encoder", "decoder", "cross"] if family in SEQ2SEQ else ["self"]
     assert list(trace.streams) == expected_streams
     assert trace.metadata["model_type"] == family
+    for stream in trace.streams.values():  # never float32 N² weights
+        held = stream.weights
+        assert (held is not None and held.dtype == np.float16) if family in NO_QK else held is None
     if family in NO_QK:
         assert not trace.stream.has_qk
         assert trace.metadata["route"] == "attention-only"

@@ -42,6 +42,8 @@ def spans_from_blocked(blocked: Any) -> SpanArray | None:
     """
     import torch
 
+    if isinstance(blocked, np.ndarray) and not blocked.flags.writeable:
+        blocked = blocked.copy()
     visible = ~torch.as_tensor(blocked, dtype=torch.bool)
     if visible.ndim != 2:
         raise ValueError(f"key spans come from a 2-D (q, k) mask, not {tuple(visible.shape)}.")

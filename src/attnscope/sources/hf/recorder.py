@@ -140,7 +140,7 @@ def reference_rows(q_len: int) -> list[int]:
     Examples
     --------
     >>> reference_rows(3), reference_rows(100)
-    ([0, 1, 2], [0, 14, 28, 42, 56, 70, 84, 99])
+    ([0, 1, 2], [0, 14, 28, 42, 57, 71, 85, 99])
     """
     if q_len <= REFERENCE_ROWS:
         return list(range(q_len))
