@@ -4,7 +4,8 @@
     python benchmarks/compare_peers.py --quick         # 16 and 64 tokens, two repeats
     python benchmarks/compare_peers.py --sizes 16,256 --out bench.md
 
-For each size: the model's own forward pass (eager, reported apart), then
+For each size: the model's own forward pass (reported apart: eager for
+MiniLM, as the peers need; the default sdpa for the GPT-2-shaped model), then
 each tool's view: Python time to produce it on top of that forward pass,
 bytes that reach the browser, bytes per attention value, and in headless
 Debian chromium (file:// pages, network blocked) the median time until the
@@ -13,11 +14,9 @@ tool that fails or exceeds the time limit is recorded as such. Sizes above
 512 use a randomly initialised 12 x 12 GPT-2-shaped model, attnscope only,
 with the capture's peak memory measured in a fresh process per size.
 
-The forward column is the eager forward pass the peers need. attnscope's
-Python time is what its capture adds to that (clamped at 0: with ``layers=``
-the layers not captured run on the faster sdpa path, so above 512 tokens a
-capture can beat the eager forward) plus ``save_html``; the raw capture,
-save and widget times are in the row's notes.
+attnscope's Python time is what its capture adds to the forward column
+(clamped at 0) plus ``save_html``; the raw capture, save and widget times are
+in the row's notes.
 """
 
 from __future__ import annotations

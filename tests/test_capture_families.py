@@ -72,10 +72,15 @@ def max_delta(trace: Any, outputs: Any) -> float:
 def test_attention_equals_eager(family: str, wordpiece: Any) -> None:
     model, tokenizer, trace = capture_family(family, wordpiece)
     outputs = eager_reference(model, forward_inputs(model, tokenizer, family))
-    assert max_delta(trace, outputs) <= 1e-6
+    # q/k families: attention recomputed on demand from the recorded q and k. Attention-only
+    # families keep their weights as float16 (relative rounding at most 2**-11).
+    assert max_delta(trace, outputs) <= (1e-3 if family in NO_QK else 1e-5)
     expected_streams = ["encoder", "decoder", "cross"] if family in SEQ2SEQ else ["self"]
     assert list(trace.streams) == expected_streams
     assert trace.metadata["model_type"] == family
+    for stream in trace.streams.values():  # never float32 N² weights
+        held = stream.weights
+        assert (held is not None and held.dtype == np.float16) if family in NO_QK else held is None
     if family in NO_QK:
         assert not trace.stream.has_qk
         assert trace.metadata["route"] == "attention-only"
@@ -136,8 +141,9 @@ def test_layers_subset(family: str, wordpiece: Any) -> None:
     outputs = eager_reference(model, forward_inputs(model, tokenizer, family))
     for stream in trace.streams.values():
         assert stream.layers == (1,)
-    # Layer 0 ran under sdpa, so its output may differ from eager in the last bits.
-    assert max_delta(trace, outputs) <= 1e-5
+    # Layer 0 ran under sdpa, so its output may differ from eager in the last bits;
+    # attention-only families keep float16 weights.
+    assert max_delta(trace, outputs) <= (1e-3 if family in NO_QK else 1e-5)
     if family not in NO_QK:
         assert trace.check() <= 1e-5
 

@@ -108,7 +108,7 @@ def top_keys_table(trace: AttentionTrace, *, layer: int = 0) -> str:
     Hi          Hi          1.00 Hi          1.00 Hi          1.00 Hi          1.00
     there       ...
     """
-    attention = trace.attention[layer]
+    attention = trace.stream.layer_attention(layer)
     labels = [_fit(t) for t in trace.tokens]
     cell = _LABEL_WIDTH + 7
     header = "query".ljust(_LABEL_WIDTH + 2) + "".join(

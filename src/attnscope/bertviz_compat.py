@@ -248,9 +248,7 @@ def _keep_layers(
             f"include_layers={list(include)} must name layers 0..{stream.num_layers - 1} "
             f"of the {name} attention (and at least one)."
         )
-    return AttentionStream(
-        stream.attention[keep], name=name, query_side=rows, key_side=cols, layers=tuple(keep)
-    )
+    return stream.select_layers(keep)
 
 
 def _layer_position(trace: AttentionTrace, layer: int) -> int:

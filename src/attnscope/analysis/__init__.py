@@ -1,6 +1,6 @@
 """Analyses of a trace: head statistics, rollout and flow, aggregations, words, comparisons.
 
-Every function reads the trace one layer at a time (``stream.attention[layer]``)
+Every function reads the trace one layer at a time (``stream.layer_attention(layer)``)
 and returns numpy arrays; :func:`head_stats` wraps the statistics in a pandas
 DataFrame (pandas is optional: ``pip install "attnscope[analysis]"``). This
 layer sits between the sources and the encoders: the widget's ``stats:`` and

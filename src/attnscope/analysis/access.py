@@ -1,8 +1,9 @@
 """Which stream an analysis reads, and its attention one layer at a time.
 
-Every analysis goes through :func:`layer_block`: it reads ``stream.attention[position]``
-and nothing more, so a stream that computes a layer's weights on demand (from
-q and k, for long inputs) never has to hold every layer at once.
+Every analysis goes through :func:`layer_block`: it reads
+``stream.layer_attention(position)`` and nothing more, so a stream that
+computes a layer's weights on demand (from q and k, for long inputs) never
+has to hold every layer at once.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def layer_block(stream: AttentionStream, position: int) -> Float64Array:
     >>> layer_block(s, 1).shape, layer_block(s, 1).dtype
     ((3, 1, 1), dtype('float64'))
     """
-    return np.asarray(stream.attention[position], dtype=np.float64)
+    return np.asarray(stream.layer_attention(position), dtype=np.float64)
 
 
 def layer_mask(stream: AttentionStream, position: int) -> npt.NDArray[np.bool_] | None:
@@ -113,7 +114,16 @@ def layer_mask(stream: AttentionStream, position: int) -> npt.NDArray[np.bool_] 
     >>> layer_mask(s, 1).shape
     (3, 1, 1)
     """
-    if stream.mask is None:
+    from attnscope.trace.key_spans import blocked_from_spans
+
+    if not stream.has_mask:
         return None
+    shape = (stream.num_heads, stream.q_len, stream.k_len)
+    hidden = np.zeros(shape[1:], np.bool_)
+    if stream.key_spans is not None:  # the mask as a rule (what capture keeps)
+        spans = stream.key_spans[min(position, stream.key_spans.shape[0] - 1)]
+        hidden = blocked_from_spans(spans, stream.k_len).numpy()
+    if stream.mask is None:
+        return np.broadcast_to(hidden, shape)
     mask = stream.mask[min(position, stream.mask.shape[0] - 1)]
-    return np.broadcast_to(mask, (stream.num_heads, stream.q_len, stream.k_len))
+    return np.broadcast_to(mask, shape) | hidden

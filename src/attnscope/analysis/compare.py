@@ -122,8 +122,8 @@ class AttentionComparison:
         ia, ib = self._positions(s_a)
         out = np.empty((s_a.num_layers, s_a.num_heads, len(ia), len(ia)), np.float32)
         for layer in range(s_a.num_layers):
-            rows_a = s_a.attention[layer][:, ia][:, :, ia]
-            rows_b = s_b.attention[layer][:, ib][:, :, ib]
+            rows_a = s_a.layer_attention(layer)[:, ia][:, :, ia]
+            rows_b = s_b.layer_attention(layer)[:, ib][:, :, ib]
             out[layer] = rows_a - rows_b
         return out
 
@@ -139,8 +139,8 @@ class AttentionComparison:
         ia, ib = self._positions(s_a)
         out = np.full((s_a.num_layers, s_a.num_heads), np.nan)
         for layer in range(s_a.num_layers):
-            rows_a = s_a.attention[layer][:, ia][:, :, ia].astype(np.float64)
-            rows_b = s_b.attention[layer][:, ib][:, :, ib].astype(np.float64)
+            rows_a = s_a.layer_attention(layer)[:, ia][:, :, ia].astype(np.float64)
+            rows_b = s_b.layer_attention(layer)[:, ib][:, :, ib].astype(np.float64)
             mass_a, mass_b = rows_a.sum(-1, keepdims=True), rows_b.sum(-1, keepdims=True)
             seen = (mass_a[..., 0] > 0) & (mass_b[..., 0] > 0)
             with np.errstate(divide="ignore", invalid="ignore"):

@@ -27,10 +27,13 @@ U16_LIMIT = 65536
 """Key indices below this fit in u16; longer key sequences use u32."""
 _BLOCK_VALUES = 1 << 22
 """Values sorted at once by :func:`top_keys`, to bound its temporary memory."""
+THUMB_SAMPLE = 16
+"""Most queries pooled into one thumbnail row (evenly spaced when there are more)."""
 
 NamedArray = tuple[str, npt.NDArray[Any]]
 U8Array = npt.NDArray[np.uint8]
 F32Array = npt.NDArray[np.float32]
+IntArray = npt.NDArray[np.intp]
 
 _DTYPE_CODES = {
     np.dtype(np.int8): "i8",
@@ -172,6 +175,117 @@ def top_keys(
     return index, weight, rowmax
 
 
+def _pick_rows(q_len: int, rows: int, sample: int) -> tuple[IntArray, IntArray]:
+    """Queries pooled into each thumbnail row (all, or ``sample`` evenly spaced), and their row."""
+    edges = np.append(np.arange(rows) * q_len // rows, q_len)
+    picks, owners = [], []
+    for i in range(rows):
+        n = int(edges[i + 1] - edges[i])
+        m = min(n, sample)
+        picks.append(edges[i] + np.arange(m) * n // m)
+        owners.append(np.full(m, i))
+    return np.concatenate(picks).astype(np.intp), np.concatenate(owners).astype(np.intp)
+
+
+def stream_thumbnails(
+    stream: AttentionStream, rows: int, cols: int, *, sample: int = THUMB_SAMPLE
+) -> U8Array:
+    """:func:`thumbnails` of every layer and head of ``stream``, a block of queries at a time.
+
+    Each thumbnail row pools its queries' weights by block maximum, as
+    :func:`thumbnails` does; when a thumbnail row covers more than ``sample``
+    queries it pools ``sample`` of them, evenly spaced (a 64-row thumbnail of
+    8192 queries then computes an eighth of the weights).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> att = np.zeros((1, 1, 4, 4), np.float32); att[0, 0, 3, 0] = 0.5
+    >>> stream_thumbnails(AttentionStream(att), 2, 2)[0, 0]
+    array([[  0,   0],
+           [255,   0]], dtype=uint8)
+    """
+    from attnscope.trace.rows import block_rows
+
+    q_len, k_len = stream.q_len, stream.k_len
+    if not (0 < rows <= q_len and 0 < cols <= k_len):
+        raise ValueError(
+            f"thumbnail size {rows}x{cols} must lie between 1x1 and the attention's "
+            f"{q_len}x{k_len}."
+        )
+    picks, owners = _pick_rows(q_len, rows, sample)
+    col_edges = np.arange(cols) * k_len // cols
+    pooled = np.zeros((stream.num_layers, stream.num_heads, rows, cols), np.float32)
+    step = block_rows(k_len)
+    for position in range(stream.num_layers):
+        for head in range(stream.num_heads):
+            for start in range(0, picks.size, step):
+                chosen, rows_of = picks[start : start + step], owners[start : start + step]
+                block = stream.attention_rows(position, head, chosen).numpy()
+                block = np.maximum.reduceat(block, col_edges, axis=1)
+                firsts = np.flatnonzero(np.diff(rows_of, prepend=-1))
+                part = np.maximum.reduceat(block, firsts, axis=0)
+                target = pooled[position, head, rows_of[firsts]]
+                pooled[position, head, rows_of[firsts]] = np.maximum(target, part)
+    peak = pooled.max(axis=(2, 3), keepdims=True)
+    scale = np.divide(255.0, peak, out=np.zeros_like(peak), where=peak > 0)
+    thumbs: U8Array = np.rint(pooled * scale).astype(np.uint8)
+    return thumbs
+
+
+def stream_quantized(
+    stream: AttentionStream, position: int, heads: list[int]
+) -> tuple[U8Array, F32Array]:
+    """:func:`quantize_rows` of ``heads`` of one layer: u8 ``(len(heads), Q, K)`` and row maxima.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> s = AttentionStream(np.full((1, 2, 1, 2), 0.5, np.float32))
+    >>> stream_quantized(s, 0, [1])
+    (array([[[255, 255]]], dtype=uint8), array([[0.5]], dtype=float32))
+    """
+    from attnscope.trace.rows import row_blocks
+
+    weight = np.empty((len(heads), stream.q_len, stream.k_len), np.uint8)
+    rowmax = np.empty((len(heads), stream.q_len), np.float32)
+    for i, head in enumerate(heads):
+        for rows in row_blocks(stream.q_len, stream.k_len):
+            block = stream.attention_rows(position, head, rows).numpy()
+            weight[i, rows], rowmax[i, rows] = quantize_rows(block)
+    return weight, rowmax
+
+
+def stream_top_keys(
+    stream: AttentionStream, position: int, k: int
+) -> tuple[npt.NDArray[np.unsignedinteger[Any]], U8Array, F32Array]:
+    """:func:`top_keys` of every head of one layer, a block of queries at a time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> s = AttentionStream(np.array([[[[0.1, 0.8, 0.1]]]], np.float32))
+    >>> index, weight, rowmax = stream_top_keys(s, 0, 2)
+    >>> index.tolist(), weight.tolist()
+    ([[[1, 0]]], [[[255, 32]]])
+    """
+    from attnscope.trace.rows import row_blocks
+
+    shape = (stream.num_heads, stream.q_len, k)
+    dtype = np.uint16 if stream.k_len < U16_LIMIT else np.uint32
+    index = np.empty(shape, dtype)
+    weight = np.empty(shape, np.uint8)
+    rowmax = np.empty(shape[:2], np.float32)
+    for head in range(stream.num_heads):
+        for rows in row_blocks(stream.q_len, stream.k_len):
+            block = stream.attention_rows(position, head, rows).numpy()
+            index[head, rows], weight[head, rows], rowmax[head, rows] = top_keys(block, k)
+    return index, weight, rowmax
+
+
 def qk_arrays(stream: AttentionStream, position: int, head: int) -> list[NamedArray]:
     """Collect the neuron view's arrays for one layer position and query head.
 
@@ -206,11 +320,34 @@ def qk_arrays(stream: AttentionStream, position: int, head: int) -> list[NamedAr
     if stream.bias is not None:
         bias = np.broadcast_to(stream.bias, full)[position, head]
         arrays.append(("bias", np.ascontiguousarray(bias, dtype=np.float32)))
-    if stream.mask is not None:
-        mask = np.broadcast_to(stream.mask, full)[position, head]
-        arrays.append(("mask", mask.astype(np.uint8)))
+    if stream.has_mask:
+        arrays.append(("mask", head_mask(stream, position, head)))
     if stream.softcap is not None and stream.softcap[position] > 0:
         arrays.append(("softcap", stream.softcap[position : position + 1].astype(np.float32)))
     if stream.sinks is not None:
         arrays.append(("sink", stream.sinks[position, head : head + 1].astype(np.float32)))
     return arrays
+
+
+def head_mask(stream: AttentionStream, position: int, head: int) -> U8Array:
+    """u8 ``(Q, K)``, 1 where the key is hidden from the query, from the mask and its rule.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> q = np.zeros((1, 1, 2, 4), np.float32)
+    >>> s = AttentionStream(queries=q, keys=q, key_spans=np.array([[[0, 1], [0, 2]]]))
+    >>> head_mask(s, 0, 0).tolist()
+    [[0, 1], [0, 0]]
+    """
+    from attnscope.trace.key_spans import blocked_from_spans
+
+    full = (stream.num_layers, stream.num_heads, stream.q_len, stream.k_len)
+    hidden = np.zeros(full[2:], np.bool_)
+    if stream.mask is not None:
+        hidden |= np.broadcast_to(stream.mask, full)[position, head]
+    if stream.key_spans is not None:
+        spans = stream.key_spans[position if stream.key_spans.shape[0] > 1 else 0]
+        hidden |= blocked_from_spans(spans, stream.k_len).numpy()
+    return hidden.astype(np.uint8)

@@ -17,9 +17,9 @@ from typing import Literal
 from attnscope.encode.arrays import (
     NamedArray,
     qk_arrays,
-    quantize_rows,
-    thumbnails,
-    top_keys,
+    stream_quantized,
+    stream_thumbnails,
+    stream_top_keys,
 )
 from attnscope.encode.meta import stream_top_k, thumb_shape
 from attnscope.encode.selection import VIEWS, ViewName, check_views
@@ -123,19 +123,20 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
     """
     stream = trace.streams[key.stream]
     if key.kind == "thumbs":
-        return [("thumbs", thumbnails(stream.attention, *thumb_shape(stream)))]
+        return [("thumbs", stream_thumbnails(stream, *thumb_shape(stream)))]
     assert key.layer is not None
     if key.kind == "top":
         if stream_top_k(stream) >= stream.k_len:
             # Every key is kept: the keys in their own order need no index (1 byte a value).
-            weight, rowmax = quantize_rows(stream.attention[key.layer])
+            heads = list(range(stream.num_heads))
+            weight, rowmax = stream_quantized(stream, key.layer, heads)
             return [("weight", weight), ("rowmax", rowmax)]
-        index, weight, rowmax = top_keys(stream.attention[key.layer], stream_top_k(stream))
+        index, weight, rowmax = stream_top_keys(stream, key.layer, stream_top_k(stream))
         return [("index", index), ("weight", weight), ("rowmax", rowmax)]
     assert key.head is not None
     if key.kind == "attn":
-        weight, rowmax = quantize_rows(stream.attention[key.layer, key.head])
-        return [("weight", weight), ("rowmax", rowmax)]
+        weight, rowmax = stream_quantized(stream, key.layer, [key.head])
+        return [("weight", weight[0]), ("rowmax", rowmax[0])]
     return qk_arrays(stream, key.layer, key.head)
 
 

@@ -104,7 +104,7 @@ def _stream_meta(name: str, stream: AttentionStream) -> dict[str, Any]:
         "k_len": stream.k_len,
         "head_dim": stream.head_dim,
         "has_bias": stream.bias is not None,
-        "has_mask": stream.mask is not None,
+        "has_mask": stream.has_mask,
         "has_softcap": stream.softcap is not None and bool(np.any(stream.softcap > 0)),
         "has_sinks": stream.sinks is not None,
         "thumb_rows": rows,

@@ -20,7 +20,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import numpy.typing as npt
 
 from attnscope.trace.labels import TokenKind
@@ -195,7 +194,12 @@ class AttentionTrace:
 
     @property
     def attention(self) -> FloatArray:
-        """Attention of the first stream, ``(layers, heads, q_len, k_len)``."""
+        """Attention of the first stream, ``(layers, heads, q_len, k_len)``.
+
+        Materialised on first use from q and k when the stream keeps only
+        those; refused with a message naming the memory it would take when it
+        would not fit (see :attr:`AttentionStream.attention`).
+        """
         return self.stream.attention
 
     @property
@@ -223,7 +227,10 @@ class AttentionTrace:
     def check(self) -> float:
         """Recompute attention from q, k, scaling, bias and mask; return the max abs error.
 
-        Streams without q/k are skipped; a trace with none raises ValueError.
+        Each stream's recomputed rows are held to its stored weights, or, when
+        it keeps only q and k (as :func:`attnscope.capture` does), to the rows
+        of weights the model itself gave at capture (``reference``). Streams
+        without q/k are skipped; a trace with none raises ValueError.
 
         Examples
         --------
@@ -234,17 +241,15 @@ class AttentionTrace:
         >>> trace.check() < 1e-6
         True
         """
-        errors = [
-            float(np.max(np.abs(s.recompute() - s.attention), initial=0.0))
-            for s in self.streams.values()
-            if s.has_qk
-        ]
-        if not errors:
+        errors = [s.check_error() for s in self.streams.values()]
+        found = [e for e in errors if e is not None]
+        if not found:
             raise ValueError(
-                "this trace has no queries/keys, so its attention cannot be recomputed "
-                "(the source recorded attention weights only)."
+                "this trace has no queries/keys with weights to hold them to, so its "
+                "attention cannot be checked (the source recorded attention weights only, "
+                "or q/k with no reference rows)."
             )
-        return max(errors)
+        return max(found)
 
     # -- builders ----------------------------------------------------------------------
     @classmethod

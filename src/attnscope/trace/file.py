@@ -1,7 +1,8 @@
 """Write and read :class:`~attnscope.AttentionTrace` files (``.npz``, no pickle).
 
 One JSON header (tokens, stream layout, metadata, notes) and one array per
-stream field, named ``<stream>/<field>``.
+stream field, named ``<stream>/<field>`` (``attention`` holds the stored
+weights, absent when the stream keeps q and k only).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ if TYPE_CHECKING:
     from attnscope.trace.attention_trace import AttentionTrace
 
 FORMAT = "attnscope.AttentionTrace"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: streams may hold q/k without weights, float16 weights, key spans and reference rows;
+files of version 1 (float32 weights always) still load."""
 
 
 def save_trace(trace: AttentionTrace, path: str | Path) -> Path:
@@ -48,7 +51,7 @@ def save_trace(trace: AttentionTrace, path: str | Path) -> Path:
             }
         )
         for attr in ARRAY_FIELDS:
-            value = getattr(s, attr)
+            value = s.weights if attr == "attention" else getattr(s, attr)
             if value is not None:
                 arrays[f"{name}/{attr}"] = value
     header = {
@@ -107,7 +110,7 @@ def load_trace(cls: type[AttentionTrace], path: str | Path) -> AttentionTrace:
                 query_side=sm["query_side"],
                 key_side=sm["key_side"],
                 layers=tuple(sm["layers"]),
-                **{
+                **{  # type: ignore[arg-type]
                     attr: data[f"{sm['name']}/{attr}"]
                     for attr in ARRAY_FIELDS
                     if f"{sm['name']}/{attr}" in data

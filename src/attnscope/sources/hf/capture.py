@@ -122,6 +122,29 @@ def _metadata(model: Any, route: str, streams: Sequence[AttentionStream]) -> dic
     }
 
 
+def _streams(calls: Calls, sides: Mapping[str, Encoded], device: str) -> list[AttentionStream]:
+    """One stream per recorded stream name, padding trimmed, recomputing on ``device``."""
+    streams = []
+    for name, found in calls.items():
+        query_side, key_side = _SIDES[name]
+        stream = build_stream(
+            name,
+            found,
+            rows=sides[query_side].trim,
+            cols=sides[key_side].trim,
+            query_side=query_side,
+            key_side=key_side,
+        )
+        stream.device = device
+        streams.append(stream)
+    return streams
+
+
+def _recompute_tolerance(model: Any) -> float:
+    """Largest recompute error taken as exact: float32 rounding, or half precision's."""
+    return 1e-4 if model.dtype == torch.float32 else 2e-2
+
+
 def capture(
     model: Any,
     text: Any,
@@ -202,19 +225,19 @@ def capture(
             if target is None:
                 notes.append("target generated greedily by the model.")
         inputs = {**source.inputs, **(target_enc.inputs if target_enc else {})}
-        route, calls = _run_route(model, route, _forward_inputs(model, inputs), chosen, notes)
+        forward = _forward_inputs(model, inputs)
+        route, calls = _run_route(model, route, forward, chosen, notes)
         sides = {"source": source, "target": target_enc or source}
-        streams = [
-            build_stream(
-                name,
-                found,
-                rows=sides[_SIDES[name][0]].trim,
-                cols=sides[_SIDES[name][1]].trim,
-                query_side=_SIDES[name][0],
-                key_side=_SIDES[name][1],
+        streams = _streams(calls, sides, str(model.device))
+        worst = max((s.check_error() or 0.0) for s in streams)
+        if worst > _recompute_tolerance(model):
+            # The recorded q/k miss a term this model adds: show its weights as they are.
+            notes.append(
+                "neuron view unavailable: the recorded q and k do not reproduce this "
+                f"model's attention weights (max error {worst:.2g})."
             )
-            for name, found in calls.items()
-        ]
+            route, calls = _run_route(model, "attention-only", forward, chosen, notes)
+            streams = _streams(calls, sides, str(model.device))
     return AttentionTrace.from_streams(
         source.kept_tokens(),
         streams,

@@ -6,9 +6,11 @@ the model is switched to it for one forward pass. Recorded calls are filed
 into encoder / decoder / cross / self streams by the identity of the weights
 tensor in the model's own outputs, never by module names.
 
-With ``layers=[...]`` a short probe pass first learns which call is which
-layer, and the real pass records only those calls; the others run the model's
-original implementation, so memory grows with the captured layers only.
+A short probe pass first learns which call is which layer (eager weights,
+labelled by identity); the real pass records the calls asked for as q/k
+(their output from sdpa where the model supports it) and runs the others
+with the model's original implementation, so memory grows with the
+captured layers only, and as O(N) per head.
 """
 
 from __future__ import annotations
@@ -72,6 +74,15 @@ def _original_function(model: Any) -> AttentionFunction | None:
     return AttentionInterface._global_mapping.get("sdpa")  # type: ignore[no-any-return]
 
 
+def _fast_function(model: Any) -> AttentionFunction | None:
+    """sdpa, for the output of recorded calls, when the model's code supports it."""
+    from transformers import AttentionInterface
+
+    if not getattr(type(model), "_supports_sdpa", False):
+        return None
+    return AttentionInterface._global_mapping.get("sdpa")  # type: ignore[no-any-return]
+
+
 def _label_calls(outputs: Any, calls: Sequence[AttentionCall]) -> list[Label | None]:
     """(stream, layer) of each recorded call, found by the identity of its weights."""
     found: dict[int, Label] = {}
@@ -126,27 +137,25 @@ def capture_generic(
     [(0, torch.Size([2, 3, 4])), (1, torch.Size([2, 3, 4]))]
     """
     original = _original_function(model)  # read before the switch below
-    if layers is None:
-        recorder = Recorder()
-        outputs = _run(model, inputs, recorder, output_attentions=True)
-        labels = _label_calls(outputs, recorder.calls)
-    else:
-        probe = Recorder()
-        labels = _label_calls(
-            _run(model, _probe_inputs(inputs), probe, output_attentions=True), probe.calls
+    probe = Recorder(weights=True)
+    labels = _label_calls(
+        _run(model, _probe_inputs(inputs), probe, output_attentions=True), probe.calls
+    )
+    wanted = None if layers is None else set(layers)
+    keep = frozenset(
+        i for i, lab in enumerate(labels) if lab and (wanted is None or lab[1] in wanted)
+    )
+    recorder = Recorder(keep, original, fast=_fast_function(model))
+    _run(model, inputs, recorder)
+    if len(recorder.calls) != len(labels):
+        raise RuntimeError(
+            f"{type(model).__name__} made {len(recorder.calls)} attention calls on the "
+            f"input but {len(labels)} on a short probe, so attnscope cannot tell which "
+            "call is which layer."
         )
-        wanted = set(layers)
-        keep = frozenset(i for i, lab in enumerate(labels) if lab and lab[1] in wanted)
-        recorder = Recorder(keep, original)
-        _run(model, inputs, recorder)
-        if len(recorder.calls) != len(labels):
-            raise RuntimeError(
-                f"{type(model).__name__} made {len(recorder.calls)} attention calls on the "
-                f"input but {len(labels)} on a short probe; capture it without layers=."
-            )
     streams: dict[str, list[tuple[int, AttentionCall]]] = {}
     for call, label in zip(recorder.calls, labels, strict=True):
-        if label is not None and call.weights is not None:
+        if label is not None and call.recorded:
             streams.setdefault(label[0], []).append((label[1], call))
     if not streams:
         raise CannotRecordError(

@@ -3,10 +3,16 @@
 transformers 5.x models call ``ALL_ATTENTION_FUNCTIONS[config._attn_implementation]``
 with q and k exactly as they are dot-producted (after RoPE and q/k norms; keys
 before the grouped-query repeat). :class:`Recorder` is registered under a
-fresh name, runs the model's own ``eager_attention_forward`` to get the
-weights, and keeps q, k, scaling, mask, bias, softcap and sinks of each call.
-Calls that were not asked for run the model's original implementation, so a
-long input only pays eager memory for the layers being captured.
+fresh name and keeps q, k, scaling, mask, bias, softcap and sinks of each
+call: O(N) per head, from which the weights are recomputed on demand. It
+computes the call's output with the fast implementation (sdpa) where the
+call allows it, and asks the model's own ``eager_attention_forward`` only for
+a few query rows (:data:`REFERENCE_ROWS`): their weights are kept as the
+reference ``trace.check()`` holds the recomputed rows to, and their output
+must match the fast one, or the call is run eager after all. Calls that were
+not asked for run the model's original implementation. A probe recorder
+(``weights=True``) returns the eager weights instead, so that calls can be
+told apart by the identity of the weights in the model's outputs.
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ AttentionFunction = Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
 class AttentionCall:
     """What one call of the attention function saw (batch item 0 only).
 
-    ``weights``/``query``/``key`` are None for calls that were not recorded.
+    ``weights``/``query``/``key`` are None for calls that were not recorded;
+    ``weights`` also for calls recorded as q/k, whose ``reference`` holds the
+    eager weights ``(heads, R, k_len)`` of query rows ``reference_rows``.
 
     Examples
     --------
@@ -42,6 +50,13 @@ class AttentionCall:
     bias: torch.Tensor | None = None
     softcap: float = 0.0
     sinks: torch.Tensor | None = None
+    reference_rows: list[int] | None = None
+    reference: torch.Tensor | None = None
+
+    @property
+    def recorded(self) -> bool:
+        """True when the call kept weights or q/k (it was asked for)."""
+        return self.weights is not None or self.query is not None
 
 
 class CannotRecordError(LookupError):
@@ -113,6 +128,33 @@ def _is_plain_causal(mask: torch.Tensor) -> bool:
     return folded is None and blocked is not None and torch.equal(blocked[0, 0], future)
 
 
+REFERENCE_ROWS = 8
+"""Query rows per recorded call whose weights eager attention computes for reference."""
+_OUT_TOLERANCE = 1e-4
+"""Largest |fast - eager| in a call's output (relative to its scale) taken as equal."""
+
+
+def reference_rows(q_len: int) -> list[int]:
+    """:data:`REFERENCE_ROWS` query rows spread over ``0 .. q_len-1``, the last included.
+
+    Examples
+    --------
+    >>> reference_rows(3), reference_rows(100)
+    ([0, 1, 2], [0, 14, 28, 42, 57, 71, 85, 99])
+    """
+    if q_len <= REFERENCE_ROWS:
+        return list(range(q_len))
+    picked = [i * q_len // (REFERENCE_ROWS - 1) for i in range(REFERENCE_ROWS - 1)]
+    return [*picked, q_len - 1]
+
+
+def _rows_of(value: Any, rows: torch.Tensor, q_len: int) -> Any:
+    """The query rows of an attention-shaped (4-D, ``(..., q_len, k)``) argument."""
+    if isinstance(value, torch.Tensor) and value.ndim == 4 and value.shape[-2] == q_len > 1:
+        return value.index_select(-2, rows.to(value.device))
+    return value
+
+
 class Recorder:
     """An attention function to register with ``transformers.AttentionInterface``.
 
@@ -124,6 +166,11 @@ class Recorder:
     fallback
         Runs calls that are not recorded (the model's original implementation);
         None uses the model's eager function and drops its weights.
+    fast
+        Computes the output of recorded calls (sdpa); None runs them eager.
+    weights
+        Return (and note) the full eager weights of recorded calls, keeping no
+        q/k: the probe pass that labels calls by their weights.
 
     Examples
     --------
@@ -133,12 +180,20 @@ class Recorder:
     """
 
     def __init__(
-        self, keep: frozenset[int] | None = None, fallback: AttentionFunction | None = None
+        self,
+        keep: frozenset[int] | None = None,
+        fallback: AttentionFunction | None = None,
+        *,
+        fast: AttentionFunction | None = None,
+        weights: bool = False,
     ) -> None:
         self.keep = keep
         self.fallback = fallback
+        self.fast = fast
+        self.weights = weights
         self.calls: list[AttentionCall] = []
         self._causal: dict[tuple[int, tuple[int, ...]], bool] = {}
+        self._split: dict[tuple[int, tuple[int, ...], int], tuple[Any, Any]] = {}
 
     def _for_sdpa(self, mask: torch.Tensor | None) -> tuple[torch.Tensor | None, bool]:
         """The mask and ``is_causal`` flag for sdpa, as eager would apply ``mask``.
@@ -154,6 +209,32 @@ class Recorder:
             self._causal[key] = _is_plain_causal(mask)
         return (None, True) if self._causal[key] else (mask, False)
 
+    def _split_mask(
+        self, mask: torch.Tensor | None, k_len: int
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """:func:`split_mask`, once per mask tensor (layers share one)."""
+        if mask is None:
+            return None, None
+        key = (mask.data_ptr(), tuple(mask.shape), k_len)
+        if key not in self._split:
+            blocked, folded = split_mask(mask, k_len)
+            self._split[key] = (
+                None if blocked is None else blocked[0],
+                None if folded is None else folded[0],
+            )
+        return self._split[key]
+
+    def _run_fast(
+        self, function: AttentionFunction, call: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> torch.Tensor:
+        """Run ``function`` on ``call`` = (module, query, key, value, mask) the sdpa way."""
+        module, query, key, value, attention_mask = call
+        mask, causal = self._for_sdpa(attention_mask)
+        # eager ignores is_causal (the mask says it all), so ours replaces the model's
+        rest = {k: v for k, v in kwargs.items() if k != "is_causal"}
+        out, _ = function(module, query, key, value, mask, is_causal=causal, **rest)
+        return out
+
     def __call__(
         self,
         module: torch.nn.Module,
@@ -166,49 +247,76 @@ class Recorder:
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Run one attention call, recording it when asked to."""
         index = len(self.calls)
+        eager = eager_forward_for(module)
+        special = kwargs.get("softcap") is not None or kwargs.get("s_aux") is not None or args
         if self.keep is not None and index not in self.keep:
             self.calls.append(AttentionCall())
-            special = kwargs.get("softcap") is not None or kwargs.get("s_aux") is not None
-            if self.fallback is not None and not special and not args:
-                mask, causal = self._for_sdpa(attention_mask)
-                # eager ignores is_causal (the mask says it all), so ours replaces the model's
-                rest = {k: v for k, v in kwargs.items() if k != "is_causal"}
-                out, _ = self.fallback(module, query, key, value, mask, is_causal=causal, **rest)
-                return out, None
-            out, _ = eager_forward_for(module)(
-                module, query, key, value, attention_mask, *args, **kwargs
-            )
-            return out, None
-        out, weights = eager_forward_for(module)(
-            module, query, key, value, attention_mask, *args, **kwargs
+            if self.fallback is not None and not special:
+                call = (module, query, key, value, attention_mask)
+                return self._run_fast(self.fallback, call, kwargs), None
+            plain, _ = eager(module, query, key, value, attention_mask, *args, **kwargs)
+            return plain, None
+        if self.weights:
+            probed, weights = eager(module, query, key, value, attention_mask, *args, **kwargs)
+            if weights is None:
+                raise RuntimeError(
+                    f"{type(module).__name__}'s eager attention returned no weights; "
+                    "attnscope cannot capture this model's attention."
+                )
+            self.calls.append(AttentionCall(weights=weights[0], weights_ptr=weights.data_ptr()))
+            return probed, weights
+        q_len = query.shape[-2]
+        rows = reference_rows(q_len)
+        picked = torch.tensor(rows, device=query.device)
+        sliced = {k: _rows_of(v, picked, q_len) for k, v in kwargs.items()}
+        out_rows, reference = eager(
+            module,
+            query.index_select(2, picked),
+            key,
+            value,
+            _rows_of(attention_mask, picked, q_len),
+            *args,
+            **sliced,
         )
-        if weights is None:
+        if reference is None:
             raise RuntimeError(
                 f"{type(module).__name__}'s eager attention returned no weights; "
                 "attnscope cannot capture this model's attention."
             )
-        scaling = kwargs.get("scaling")
-        if scaling is None:
-            scaling = query.shape[-1] ** -0.5
-        blocked, folded = split_mask(attention_mask, key.shape[-2])
+        out: torch.Tensor | None = None
+        if self.fast is not None and not special:
+            call = (module, query, key, value, attention_mask)
+            fast_out = self._run_fast(self.fast, call, kwargs)
+            # The fast output must be eager's (up to rounding) on the rows both computed.
+            expected = out_rows.float()
+            got = fast_out.index_select(1, picked).float()
+            scale = 1.0 + float(expected.abs().max())
+            if float((got - expected).abs().max()) <= _OUT_TOLERANCE * scale:
+                out = fast_out
+            else:
+                self.fast = None  # this model's fast path is not eager's: eager from now on
+        if out is None:
+            out, _ = eager(module, query, key, value, attention_mask, *args, **kwargs)
+        blocked, folded = self._split_mask(attention_mask, key.shape[-2])
         bias = kwargs.get("position_bias")
         if bias is not None:
-            bias = bias[..., : key.shape[-2]]
+            bias = bias[0, ..., : key.shape[-2]]
         if folded is not None:
             bias = folded if bias is None else bias + folded
         sinks = kwargs.get("s_aux")
         softcap = kwargs.get("softcap")
+        scaling = kwargs.get("scaling")
         self.calls.append(
             AttentionCall(
-                weights=weights[0],
-                weights_ptr=weights.data_ptr(),
                 query=query[0],
                 key=key[0],
-                scaling=float(scaling),
-                mask=None if blocked is None else blocked[0],
-                bias=None if bias is None else bias[0],
+                scaling=float(query.shape[-1] ** -0.5 if scaling is None else scaling),
+                mask=blocked,
+                bias=bias,
                 softcap=float(softcap or 0.0),
                 sinks=None if sinks is None else sinks.reshape(-1),
+                reference_rows=rows,
+                reference=reference[0].float(),
             )
         )
-        return out, weights
+        return out, None
