@@ -78,7 +78,7 @@ def part_messages(
     count = max(1, -(-len(data) // step))
     for part in range(count):
         piece = data[part * step : (part + 1) * step]
-        chunk = {"key": key, "part": part, "parts": count, "arrays": specs}
+        chunk = {"key": key, "part": part, "parts": count, "buffer": 0, "arrays": specs}
         yield {"type": "chunks", "chunks": [chunk]}, [piece]
 
 
