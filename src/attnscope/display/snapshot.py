@@ -20,7 +20,7 @@ from attnscope.display.page import page_html
 if TYPE_CHECKING:
     from attnscope.display.widget import AttentionWidget
 
-SNAPSHOT_BYTES = 1_000_000
+SNAPSHOT_BYTES = 2_000_000
 """Most bytes of attention data (base64 text) one snapshot embeds; the JS and CSS add ~55 kB."""
 
 SNAPSHOT_HEIGHT_PX = 620
@@ -67,13 +67,31 @@ def snapshot_html(widget: AttentionWidget, *, max_bytes: int = SNAPSHOT_BYTES) -
     >>> frame.startswith("<iframe"), "https://" in frame, len(frame) < 200_000
     (True, False, True)
     """
-    page = page_html(widget, views=(widget.view,), max_bytes=max_bytes)
+    page = page_html(
+        widget,
+        views=(widget.view,),
+        max_bytes=max_bytes,
+        # A comparison's chunks are keyed by side: its page order, within the cap.
+        keys=None if widget.comparison is not None else _shown_keys(widget),
+        # Through the widget's cache: the browser asks for these same chunks first.
+        encode=widget.chunk_cache.encode,
+    )
     title = html.escape(snapshot_text(widget), quote=True)
     return (
         f'<iframe class="attnscope-snapshot" title="{title}" '
         f'style="width: 100%; height: {_frame_height(widget)}px; border: 0" '
         f'srcdoc="{html.escape(page, quote=True)}"></iframe>'
     )
+
+
+def _shown_keys(widget: AttentionWidget) -> list[str]:
+    # Only what the current view draws as it is now: one chunk, or two for the neuron view.
+    stream, layer, head = widget.stream, widget.layer, widget.head
+    if widget.view == "head":
+        return [f"top:{stream}:{layer}"]
+    if widget.view == "model":
+        return [f"thumbs:{stream}"]
+    return [f"qk:{stream}:{layer}:{head}", f"attn:{stream}:{layer}:{head}"]
 
 
 def _frame_height(widget: AttentionWidget) -> int:

@@ -213,6 +213,11 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         return self._comparison
 
     @property
+    def chunk_cache(self) -> ChunkCache:
+        """The chunks this widget has encoded (for the browser, or for its snapshot)."""
+        return self._cache
+
+    @property
     def views(self) -> tuple[ViewName, ...]:
         """The views offered, in tab order (``_meta["views"]``); fixed at construction.
 
