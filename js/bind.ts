@@ -2,7 +2,7 @@
 // (js/widget.ts) or the exported page (js/standalone.ts). The selection and the
 // chunks both travel through the model; the app never sees the host.
 import { renderApp } from "./app";
-import { createChunkSource, decodeChunks, isChunksMessage, type ChunkSource, type RawBuffer } from "./data";
+import { createChunkDecoder, createChunkSource, isChunksMessage, type ChunkSource, type RawBuffer } from "./data";
 import { offeredViews } from "./offered_views";
 import { createStore } from "./state";
 import { readSelection, syncSelection } from "./trait_sync";
@@ -22,8 +22,9 @@ export function errorBox(el: HTMLElement, text: string): Cleanup {
 /** Chunks asked for with `request` messages and answered with `chunks` messages (docs/protocol.md, "Messages"). */
 function chunksThrough(model: ModelHost): { data: ChunkSource; close: Cleanup } {
   const data = createChunkSource((keys) => model.send({ type: "request", keys }));
+  const decode = createChunkDecoder();
   const onMsg = (content: unknown, buffers?: RawBuffer[]): void => {
-    if (isChunksMessage(content)) data.receive(decodeChunks(content, buffers ?? []));
+    if (isChunksMessage(content)) data.receive(decode(content, buffers ?? []));
   };
   model.on("msg:custom", onMsg);
   return {

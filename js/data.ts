@@ -48,7 +48,8 @@ export function makeArray(spec: ArraySpec, bytes: Uint8Array): NDArray {
 }
 
 interface WireArray extends ArraySpec { buffer: number }
-interface WireChunk { key: string; arrays?: WireArray[]; error?: string }
+/** A whole chunk (`arrays` name their buffers), an error, or one part of a chunk too large for one message. */
+export interface WireChunk { key: string; arrays?: WireArray[] | ArraySpec[]; error?: string; part?: number; parts?: number; buffer?: number }
 export interface ChunksMessage { type: "chunks"; chunks: WireChunk[] }
 
 export function isChunksMessage(content: unknown): content is ChunksMessage {
@@ -61,7 +62,7 @@ export function decodeChunks(msg: ChunksMessage, buffers: readonly RawBuffer[]):
     if (c.error !== undefined) return { key: c.key, arrays: {}, error: c.error };
     try {
       const arrays: Record<string, NDArray> = {};
-      for (const a of c.arrays ?? []) {
+      for (const a of (c.arrays ?? []) as WireArray[]) {
         const raw = buffers[a.buffer];
         if (raw === undefined) throw new Error(`buffer ${a.buffer} missing for ${a.name}`);
         arrays[a.name] = makeArray(a, toBytes(raw));
@@ -73,6 +74,38 @@ export function decodeChunks(msg: ChunksMessage, buffers: readonly RawBuffer[]):
   });
 }
 
+/**
+ * A stateful `decodeChunks` that also joins parts: a chunk larger than one
+ * message (Python caps them at a few MB, for VS Code) comes as `parts`
+ * messages, each a slice of its arrays' 8-byte aligned concatenation, in order;
+ * the chunk is decoded when its last part arrives.
+ */
+export function createChunkDecoder(): (msg: ChunksMessage, buffers: readonly RawBuffer[]) => Chunk[] {
+  const pending = new Map<string, Uint8Array[]>();
+  const joinPart = (c: WireChunk, buffers: readonly RawBuffer[]): Chunk[] => {
+    const { key, part = 0, parts = 1 } = c;
+    const pieces = part === 0 ? [] : pending.get(key);
+    const raw = buffers[c.buffer ?? 0];
+    if (!pieces || pieces.length !== part || raw === undefined) {
+      pending.delete(key);
+      return [{ key, arrays: {}, error: `could not decode: part ${part} of ${parts} arrived without the ones before it` }];
+    }
+    pieces.push(toBytes(raw).slice()); // hosts may reuse a message's buffers
+    if (part < parts - 1) { pending.set(key, pieces); return []; }
+    pending.delete(key);
+    const joined = new Uint8Array(pieces.reduce((n, p) => n + p.byteLength, 0));
+    let offset = 0;
+    for (const p of pieces) { joined.set(p, offset); offset += p.byteLength; }
+    try {
+      return [{ key, arrays: splitConcatenated((c.arrays ?? []) as ArraySpec[], joined) }];
+    } catch (e) {
+      return [{ key, arrays: {}, error: `could not decode: ${(e as Error).message}` }];
+    }
+  };
+  return (msg, buffers) => msg.chunks.flatMap((c) =>
+    c.parts !== undefined && c.error === undefined ? joinPart(c, buffers) : decodeChunks({ type: "chunks", chunks: [c] }, buffers));
+}
+
 /** Split the concatenated bytes of an embedded chunk (each array starts 8-byte aligned). */
 export function splitConcatenated(specs: ArraySpec[], bytes: Uint8Array): Record<string, NDArray> {
   const arrays: Record<string, NDArray> = {};
@@ -80,6 +113,7 @@ export function splitConcatenated(specs: ArraySpec[], bytes: Uint8Array): Record
   for (const spec of specs) {
     offset = Math.ceil(offset / 8) * 8;
     const len = spec.shape.reduce((a, b) => a * b, 1) * ITEM_SIZE[spec.dtype];
+    if (offset + len > bytes.byteLength) throw new Error(`${spec.name} needs bytes ${offset}..${offset + len}, the chunk has ${bytes.byteLength}`);
     arrays[spec.name] = makeArray(spec, bytes.subarray(offset, offset + len));
     offset += len;
   }
@@ -118,12 +152,22 @@ export function chunkBytes(c: Chunk): number {
   return n;
 }
 
+/** What a view says when the kernel cannot be reached (its send threw, e.g. after a restart). */
+export const KERNEL_LOST = "kernel connection lost — re-run the cell";
+
+/** What a view says when a request got no answer in `timeoutMs`. */
+export function noAnswer(timeoutMs: number): string {
+  return `no answer from the kernel in ${Math.round(timeoutMs / 1000)} s: it is busy, or the ${KERNEL_LOST}`;
+}
+
 /**
  * A DataSource over a `send(keys)` transport: caches chunks (least recently
  * used evicted past `budgetBytes`), joins concurrent requests for the same key,
- * and resolves every asked-for key (errors included).
+ * and resolves every asked-for key (errors included). Nothing stays pending:
+ * a send that throws settles its keys at once with KERNEL_LOST, and a request
+ * with no answer settles after `timeoutMs`; a later request asks again.
  */
-export function createChunkSource(send: (keys: string[]) => void, timeoutMs = 120_000, budgetBytes = 768 * 2 ** 20): ChunkSource {
+export function createChunkSource(send: (keys: string[]) => void, timeoutMs = 30_000, budgetBytes = 768 * 2 ** 20): ChunkSource {
   const cache = new Map<string, Chunk>(); // insertion order = recency
   let cached = 0;
   const touch = (key: string): Chunk | undefined => {
@@ -175,14 +219,19 @@ export function createChunkSource(send: (keys: string[]) => void, timeoutMs = 12
         promises.push(new Promise<void>((resolve) => l.push((c) => { out.set(key, c); resolve(); })));
       }
       if (missing.length) {
-        send(missing);
-        const t = setTimeout(() => {
-          timers.delete(t);
-          for (const key of missing) {
-            if (waiting.has(key)) settle({ key, arrays: {}, error: "no answer from the kernel (is it running?)" });
-          }
-        }, timeoutMs);
+        const fail = (error: string): void => {
+          for (const key of missing) if (waiting.has(key)) settle({ key, arrays: {}, error });
+        };
+        // The timer starts first: whatever send does, these keys cannot wait forever.
+        const t = setTimeout(() => { timers.delete(t); fail(noAnswer(timeoutMs)); }, timeoutMs);
         timers.add(t);
+        try {
+          send(missing);
+        } catch {
+          clearTimeout(t);
+          timers.delete(t);
+          fail(KERNEL_LOST);
+        }
       }
       return Promise.all(promises).then(() => out);
     },

@@ -10,6 +10,8 @@ A *source* is one of:
 - raw attention: a tuple of per-layer ``(batch, heads, n, n)`` tensors (what
   ``output_attentions=True`` returns) or one ``(layers, heads, n, n)`` array,
   with ``tokens=``;
+- a TransformerLens ``ActivationCache`` with ``tokens=`` (read by
+  :meth:`~attnscope.AttentionTrace.from_transformer_lens`);
 - an :class:`~attnscope.AttentionComparison` (from :func:`attnscope.compare`).
 
 ``compare=other_text`` (with a model) or ``compare=other_x`` (with a module)
@@ -32,11 +34,12 @@ from attnscope.analysis.compare import AttentionComparison
 from attnscope.analysis.compare import compare as compare_traces
 from attnscope.encode.selection import WIDGET_OPTIONS, ViewName, check_views
 from attnscope.trace import AttentionTrace
+from attnscope.trace.from_transformer_lens import is_activation_cache
 
 if TYPE_CHECKING:
     from attnscope.display.widget import AttentionWidget
 
-SourceKind = Literal["trace", "module", "model", "name", "tensors"]
+SourceKind = Literal["trace", "module", "model", "name", "tensors", "cache"]
 
 SOURCE_OPTIONS: Mapping[SourceKind, tuple[str, ...]] = {
     "trace": (),
@@ -44,13 +47,15 @@ SOURCE_OPTIONS: Mapping[SourceKind, tuple[str, ...]] = {
     "model": ("tokenizer", "text_pair", "target", "layers", "max_tokens"),
     "name": ("tokenizer", "text_pair", "target", "layers", "max_tokens"),
     "tensors": ("tokens", "sentence_b_start", "prettify_tokens"),
+    "cache": ("tokens", "prettify_tokens"),
 }
 """Keywords that build the trace, by kind of source."""
 
 _SOURCES_HELP = (
     "a Hugging Face model with text, a model name or path with text, a "
-    "MultiHeadAttention with an input tensor and tokens=, an AttentionTrace, or a "
-    "tuple of per-layer attention tensors with tokens="
+    "MultiHeadAttention with an input tensor and tokens=, an AttentionTrace, a "
+    "tuple of per-layer attention tensors with tokens=, or a TransformerLens "
+    "ActivationCache with tokens="
 )
 
 
@@ -67,6 +72,8 @@ def source_kind(source: object) -> SourceKind:
         return "trace"
     if isinstance(source, str | os.PathLike):
         return "name"
+    if is_activation_cache(source):
+        return "cache"
     if _is_mha(source) or (
         isinstance(source, list | tuple) and source and all(_is_mha(m) for m in source)
     ):
@@ -155,6 +162,13 @@ def resolve_trace(
         )
     if kind == "trace":
         return source, widget
+    if kind == "cache":
+        if "tokens" not in build:
+            raise TypeError(
+                "an ActivationCache needs its tokens: show_head_view(cache, "
+                "tokens=model.to_str_tokens(text))."
+            )
+        return AttentionTrace.from_transformer_lens(source, **build), widget
     if "tokens" not in build:
         raise TypeError("raw attention needs its tokens: show_head_view(attention, tokens=[...]).")
     return AttentionTrace.from_tensors(source, **build), widget

@@ -1,4 +1,4 @@
-import { base64ToBytes, createChunkSource, decodeChunks, inflateBase64, splitConcatenated, toBytes, typedArray } from "../../js/data";
+import { base64ToBytes, createChunkDecoder, createChunkSource, decodeChunks, inflateBase64, KERNEL_LOST, noAnswer, splitConcatenated, toBytes, typedArray } from "../../js/data";
 import { createStore } from "../../js/state";
 
 function b64(bytes: Uint8Array): string {
@@ -138,5 +138,80 @@ describe("chunk cache budget", () => {
     expect(src.peek("b")).toBeUndefined();
     expect(src.peek("a")).toBeDefined();
     expect(src.peek("c")).toBeDefined();
+  });
+});
+
+describe("a lost kernel is said, not hung", () => {
+  it("settles at once with KERNEL_LOST when send throws, and a later request asks again", async () => {
+    vi.useFakeTimers();
+    let calls = 0;
+    const src = createChunkSource(() => { calls++; throw new Error("Cannot send"); });
+    const first = await src.request(["top:self:4"]);
+    expect(first.get("top:self:4")!.error).toBe(KERNEL_LOST);
+    expect(vi.getTimerCount()).toBe(0); // no timer left behind for the settled keys
+    const again = await src.request(["top:self:4", "thumbs:self"]);
+    expect(calls).toBe(2); // not joined to a dead wait
+    expect(again.get("thumbs:self")!.error).toBe(KERNEL_LOST);
+    vi.useRealTimers();
+  });
+
+  it("settles a silent send after the timeout, says why, and leaves nothing pending", async () => {
+    vi.useFakeTimers();
+    const sent: string[][] = [];
+    const src = createChunkSource((keys) => sent.push(keys), 5000);
+    const p = src.request(["top:self:4"]);
+    const joined = src.request(["top:self:4"]);
+    vi.advanceTimersByTime(5001);
+    const [m, j] = await Promise.all([p, joined]);
+    expect(m.get("top:self:4")!.error).toBe(noAnswer(5000));
+    expect(j.get("top:self:4")!.error).toMatch(/kernel connection lost — re-run the cell/);
+    expect(vi.getTimerCount()).toBe(0);
+    const retry = src.request(["top:self:4"]);
+    expect(sent).toEqual([["top:self:4"], ["top:self:4"]]);
+    src.receive([{ key: "top:self:4", arrays: {} }]);
+    expect((await retry).get("top:self:4")!.error).toBeUndefined();
+    vi.useRealTimers();
+  });
+
+  it("the default timeout is seconds, not minutes", async () => {
+    vi.useFakeTimers();
+    const src = createChunkSource(() => undefined);
+    const p = src.request(["k"]);
+    vi.advanceTimersByTime(30_001);
+    expect((await p).get("k")!.error).toMatch(/no answer from the kernel in 30 s/);
+    vi.useRealTimers();
+  });
+});
+
+describe("chunks in parts", () => {
+  const u8 = Uint8Array.of(1, 2, 3);
+  const f = Float32Array.of(0.5, -1, 7);
+  const cat = new Uint8Array(20);
+  cat.set(u8, 0);
+  cat.set(new Uint8Array(f.buffer), 8);
+  const specs = [{ name: "w", dtype: "u8" as const, shape: [3] }, { name: "q", dtype: "f32" as const, shape: [3] }];
+  const part = (i: number, n: number) => ({ type: "chunks" as const, chunks: [{ key: "attn:self:0:0", part: i, parts: n, buffer: 0, arrays: specs }] });
+
+  it("joins the slices of a chunk when its last part arrives, in any buffer form", () => {
+    const decode = createChunkDecoder();
+    // Colab hands buffers over as Uint8Array, JupyterLab as DataView (with an offset here).
+    const padded = new Uint8Array(30);
+    padded.set(cat.subarray(7, 14), 5);
+    expect(decode(part(0, 3), [cat.slice(0, 7)])).toEqual([]);
+    expect(decode(part(1, 3), [new DataView(padded.buffer, 5, 7)])).toEqual([]);
+    const [c] = decode(part(2, 3), [cat.slice(14).buffer]);
+    expect(c!.error).toBeUndefined();
+    expect(Array.from(c!.arrays.w!.data)).toEqual([1, 2, 3]);
+    expect(Array.from(c!.arrays.q!.data)).toEqual([0.5, -1, 7]);
+  });
+
+  it("passes whole chunks and errors through, and refuses a part without its predecessors", () => {
+    const decode = createChunkDecoder();
+    const whole = decode({ type: "chunks", chunks: [{ key: "a", arrays: [{ name: "x", dtype: "u8", shape: [2], buffer: 0 }] }, { key: "b", error: "no" }] }, [Uint8Array.of(4, 5)]);
+    expect(Array.from(whole[0]!.arrays.x!.data)).toEqual([4, 5]);
+    expect(whole[1]!.error).toBe("no");
+    expect(decode(part(1, 2), [cat.slice(10)])[0]!.error).toMatch(/without the ones before it/);
+    expect(decode(part(0, 2), [cat.slice(0, 10)])).toEqual([]);
+    expect(decode(part(1, 2), [cat.slice(10, 12)])[0]!.error).toMatch(/could not decode/); // too short
   });
 });

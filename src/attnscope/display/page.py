@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attnscope._static import static_file
 from attnscope.analysis.compare import AttentionComparison
-from attnscope.encode.chunks import all_keys, encode_chunk, parse_key
+from attnscope.encode.arrays import NamedArray
+from attnscope.encode.chunks import ChunkKey, all_keys, encode_chunk, parse_key
 from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.meta import build_meta
 from attnscope.encode.pack import pack_chunk
@@ -40,32 +41,41 @@ def _js_for_script(code: str) -> str:
     return code.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
 
 
+Encoder = Callable[[AttentionTrace, ChunkKey], list[NamedArray]]
+"""Makes a chunk's arrays: :func:`~attnscope.encode.chunks.encode_chunk` or a cache's ``encode``."""
+
+
 def embed_chunks(
     trace: AttentionTrace,
     state: Mapping[str, Any],
     max_bytes: int,
     views: Sequence[ViewName] = VIEWS,
     compared: ComparisonChunks | None = None,
+    *,
+    keys: Sequence[str] | None = None,
+    encode: Encoder = encode_chunk,
 ) -> tuple[dict[str, Any], list[str]]:
     """Pack the chunks ``views`` need, in order of need, until ``max_bytes`` is reached.
 
     The page holds a prefix of :func:`~attnscope.encode.chunks.all_keys` for
     ``views`` (thumbnails, then the current layer, then layers outward from
-    it): the first chunk that does not fit ends it, so nothing past it is
-    encoded. Returns the packed chunks by key and notes naming what was left out.
-    With ``compared`` the chunks are the comparison's sides, interleaved
+    it), or of ``keys`` when given: the first chunk that does not fit ends
+    it, so nothing past it is encoded. Returns the packed chunks by key and
+    notes naming what was left out. With ``compared`` the chunks are the
+    comparison's sides, interleaved
     (:meth:`~attnscope.encode.comparison.ComparisonChunks.all_keys`).
     """
     stream, layer = str(state["stream"]), int(state["layer"])
-    if compared is None:
+    if keys is None and compared is None:
         keys = all_keys(trace, stream=stream, layer=layer, views=views)
-    else:
+    elif keys is None and compared is not None:
         keys = compared.all_keys(stream=stream, layer=layer, views=views)
+    keys = list(keys or ())
     packed: dict[str, Any] = {}
     left_out: list[str] = []
     used = 0
     for i, key in enumerate(keys):
-        arrays = compared.encode(key) if compared else encode_chunk(trace, parse_key(key, trace))
+        arrays = compared.encode(key) if compared else encode(trace, parse_key(key, trace))
         chunk = pack_chunk(arrays)
         size = len(chunk["data"]) + 200
         if used + size > max_bytes:
@@ -89,8 +99,13 @@ def page_html(
     *,
     views: Sequence[ViewName] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    keys: Sequence[str] | None = None,
+    encode: Encoder = encode_chunk,
 ) -> str:
     """Render the exported page as a string (what :func:`save_html` writes).
+
+    ``keys`` and ``encode`` go to :func:`embed_chunks` (a notebook snapshot
+    embeds only the current view's chunks, made through the widget's cache).
 
     Examples
     --------
@@ -108,7 +123,7 @@ def page_html(
         state["view"] = shown[0]
     css = static_file("widget.css").read_text(encoding="utf-8")
     script = static_file("standalone.js").read_text(encoding="utf-8")
-    chunks, notes = embed_chunks(trace, state, max_bytes, shown, compared)
+    chunks, notes = embed_chunks(trace, state, max_bytes, shown, compared, keys=keys, encode=encode)
     if compared is None:
         meta = build_meta(trace, embedded=True, notes=tuple(notes))
     else:

@@ -17,6 +17,7 @@ import traitlets as t
 from attnscope._static import static_file
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.display.page import DEFAULT_MAX_BYTES, save_html
+from attnscope.display.snapshot import snapshot_bundle
 from attnscope.encode.chunks import ChunkCache
 from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.messages import MESSAGE_BYTES, reply_messages
@@ -212,6 +213,11 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         return self._comparison
 
     @property
+    def chunk_cache(self) -> ChunkCache:
+        """The chunks this widget has encoded (for the browser, or for its snapshot)."""
+        return self._cache
+
+    @property
     def views(self) -> tuple[ViewName, ...]:
         """The views offered, in tab order (``_meta["views"]``); fixed at construction.
 
@@ -355,6 +361,31 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 sides = {new.query_side, new.key_side}
                 if all(self._trace.tokens_for(s).segments is None for s in sides):
                     self.pair_filter = "all"
+
+    # -- what a notebook saves ---------------------------------------------------------
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The widget's mime bundle, plus a static snapshot for viewers without a kernel.
+
+        A live notebook renders the widget view mime type; nbconvert, GitHub
+        and other kernel-less viewers fall back to ``text/html`` (the current
+        view as a small self-contained page) or ``text/plain``
+        (:mod:`attnscope.display.snapshot`).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from attnscope import AttentionTrace, AttentionWidget
+        >>> w = AttentionWidget(AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32)))
+        >>> data, metadata = w._repr_mimebundle_()
+        >>> sorted(data)
+        ['application/vnd.jupyter.widget-view+json', 'text/html', 'text/plain']
+        """
+        # anywidget answers (data, metadata), or None once the widget is closed.
+        bundle: tuple[dict[str, Any], dict[str, Any]] | None = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, metadata = bundle
+        return {**data, **snapshot_bundle(self)}, metadata
 
     # -- chunk requests ----------------------------------------------------------------
     def _on_message(self, _widget: Any, content: Any, _buffers: Sequence[Any]) -> None:

@@ -2,7 +2,11 @@
 
 :func:`reply_messages` turns ``{"type": "request", "keys": [...]}`` into
 ``"chunks"`` messages whose buffers hold each array's little-endian bytes
-(``docs/protocol.md``, "Messages").
+(``docs/protocol.md``, "Messages"). No message carries more than
+:data:`MESSAGE_BYTES` of buffers: VS Code's Jupyter extension relays kernel
+buffers to its webview as plain JS number arrays, slow and liable to throw
+when large, so a chunk larger than that travels in *parts*, slices of its
+arrays' concatenated bytes, one message each.
 """
 
 from __future__ import annotations
@@ -16,8 +20,11 @@ from attnscope.encode.arrays import NamedArray, dtype_code
 from attnscope.encode.chunks import ChunkCache, encode_chunk, parse_key
 from attnscope.trace import AttentionTrace
 
-MESSAGE_BYTES = 64 * 1024 * 1024
-"""Most bytes of buffers in one reply message (one larger chunk still goes, alone)."""
+MESSAGE_BYTES = 4 * 1024 * 1024
+"""Most bytes of buffers in one reply message; a larger chunk is split into parts."""
+
+ALIGN = 8
+"""Byte alignment of each array inside a chunk's concatenated bytes (parts, the page)."""
 
 
 def wire_arrays(arrays: Sequence[NamedArray], first_buffer: int) -> list[dict[str, Any]]:
@@ -33,6 +40,48 @@ def little_endian_bytes(array: np.ndarray[Any, Any]) -> bytes:
     return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
 
 
+def concatenated_bytes(arrays: Sequence[NamedArray]) -> bytes:
+    """The arrays' little-endian bytes one after another, each at an 8-byte aligned offset.
+
+    Examples
+    --------
+    >>> len(concatenated_bytes([("a", np.zeros(3, np.uint8)), ("b", np.ones(1, np.float32))]))
+    12
+    """
+    raw = bytearray()
+    for _, array in arrays:
+        raw += b"\0" * (-len(raw) % ALIGN)
+        raw += little_endian_bytes(array)
+    return bytes(raw)
+
+
+def part_messages(
+    key: str, arrays: Sequence[NamedArray], max_bytes: int
+) -> Iterator[tuple[dict[str, Any], list[bytes]]]:
+    """One chunk in ``parts`` messages of at most ``max_bytes``, in order.
+
+    Each message holds one slice of :func:`concatenated_bytes`; the browser
+    joins the slices of a key once part ``parts - 1`` has come and splits
+    them by the array specs, which every part repeats.
+
+    Examples
+    --------
+    >>> parts = list(part_messages("attn:self:0:0", [("weight", np.zeros(10, np.uint8))], 4))
+    >>> [(c["chunks"][0]["part"], c["chunks"][0]["parts"], len(b[0])) for c, b in parts]
+    [(0, 3, 4), (1, 3, 4), (2, 3, 2)]
+    """
+    data = concatenated_bytes(arrays)
+    specs = [
+        {"name": name, "dtype": dtype_code(a.dtype), "shape": list(a.shape)} for name, a in arrays
+    ]
+    step = max(1, max_bytes)
+    count = max(1, -(-len(data) // step))
+    for part in range(count):
+        piece = data[part * step : (part + 1) * step]
+        chunk = {"key": key, "part": part, "parts": count, "buffer": 0, "arrays": specs}
+        yield {"type": "chunks", "chunks": [chunk]}, [piece]
+
+
 def reply_messages(
     trace: AttentionTrace,
     keys: object,
@@ -44,8 +93,9 @@ def reply_messages(
     """Answer a request for ``keys`` with ``(content, buffers)`` messages.
 
     Chunks go in the order asked, batched so no message carries more than
-    ``max_bytes`` of buffers (a single larger chunk goes in a message of its
-    own). A key that cannot be served is answered with ``{"key", "error"}``.
+    ``max_bytes`` of buffers; a single larger chunk goes in parts
+    (:func:`part_messages`) after whatever was batched before it. A key that
+    cannot be served is answered with ``{"key", "error"}``.
     Chunks come from ``cache`` when one is given. ``encode``, when given,
     serves keys instead of ``trace`` (a comparison's side chunks); it raises
     ValueError for a key it cannot serve.
@@ -75,6 +125,12 @@ def reply_messages(
             continue
         data = [little_endian_bytes(a) for _, a in arrays]
         nbytes = sum(len(d) for d in data)
+        if nbytes > max_bytes:
+            if chunks:
+                yield {"type": "chunks", "chunks": chunks}, buffers
+                chunks, buffers, size = [], [], 0
+            yield from part_messages(str(raw), arrays, max_bytes)
+            continue
         if buffers and size + nbytes > max_bytes:
             yield {"type": "chunks", "chunks": chunks}, buffers
             chunks, buffers, size = [], [], 0

@@ -12,10 +12,7 @@ import zlib
 from typing import Any
 
 from attnscope.encode.arrays import NamedArray, dtype_code
-from attnscope.encode.messages import little_endian_bytes
-
-ALIGN = 8
-"""Byte alignment of each array inside a packed chunk."""
+from attnscope.encode.messages import concatenated_bytes
 
 
 def pack_chunk(arrays: list[NamedArray]) -> dict[str, Any]:
@@ -36,12 +33,9 @@ def pack_chunk(arrays: list[NamedArray]) -> dict[str, Any]:
     >>> [a["dtype"] for a in packed["arrays"]], len(unpack_bytes(packed["data"]))
     (['u8', 'f32'], 12)
     """
-    raw = bytearray()
-    for _, array in arrays:
-        raw += b"\0" * (-len(raw) % ALIGN)
-        raw += little_endian_bytes(array)
+    raw = concatenated_bytes(arrays)
     deflate = zlib.compressobj(*_deflate_settings(arrays, len(raw)))
-    compressed = deflate.compress(bytes(raw)) + deflate.flush()
+    compressed = deflate.compress(raw) + deflate.flush()
     return {
         "arrays": [
             {"name": name, "dtype": dtype_code(a.dtype), "shape": list(a.shape)}

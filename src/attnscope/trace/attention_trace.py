@@ -333,6 +333,54 @@ class AttentionTrace:
 
         return trace_from_modules(cls, modules, x, tokens, **forward_kwargs)
 
+    @classmethod
+    def from_transformer_lens(
+        cls,
+        cache: Any,
+        tokens: Any,
+        *,
+        batch_index: int = 0,
+        prettify_tokens: bool = True,
+    ) -> AttentionTrace:
+        """Build a trace from a TransformerLens ``ActivationCache``.
+
+        Weights come from each layer's ``hook_pattern``; q and k from
+        ``hook_rot_q`` / ``hook_rot_k`` on rotary models and ``hook_q`` /
+        ``hook_k`` otherwise, with the mask (from ``hook_attn_scores``) and the
+        model's attention scale, so :meth:`check` and the neuron view work.
+        Layers missing from the cache (a ``names_filter``) are left out.
+
+        Parameters
+        ----------
+        cache
+            What ``logits, cache = model.run_with_cache(tokens)`` returns.
+        tokens
+            One string per position (``model.to_str_tokens(text)``), or the
+            token ids when the cache's model has a tokenizer.
+        batch_index
+            Which batch item to show.
+        prettify_tokens
+            Clean ``Ġ``, ``▁`` and ``##`` markers for display.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from transformers import GPT2Config, GPT2LMHeadModel
+        >>> from transformer_lens.model_bridge.sources import build_bridge_from_module
+        >>> hf = GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=50,
+        ...                                 bos_token_id=0, eos_token_id=0)).eval()
+        >>> bridge = build_bridge_from_module(hf, "GPT2LMHeadModel", hf_config=hf.config)
+        >>> _, cache = bridge.run_with_cache(torch.tensor([[1, 2, 3]]))
+        >>> trace = AttentionTrace.from_transformer_lens(cache, ["The", " cat", " sat"])
+        >>> trace.attention.shape, trace.check() < 1e-5
+        ((2, 4, 3, 3), True)
+        """
+        from attnscope.trace.from_transformer_lens import trace_from_transformer_lens
+
+        return trace_from_transformer_lens(
+            cls, cache, tokens, batch_index=batch_index, prettify_tokens=prettify_tokens
+        )
+
     # -- persistence -------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
         """Write the trace to a ``.npz`` file (no pickle); return the path.

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from attnscope.trace.from_transformer_lens import is_activation_cache
 from attnscope.trace.validate import as_float32
 
 
@@ -23,6 +24,11 @@ def stack_layers(attention: Any, *, batch_index: int = 0) -> npt.NDArray[np.floa
     >>> stack_layers([np.ones((1, 2, 3, 3)) / 3] * 4).shape
     (4, 2, 3, 3)
     """
+    if is_activation_cache(attention):
+        raise TypeError(
+            "attention is a TransformerLens ActivationCache: use "
+            "AttentionTrace.from_transformer_lens(cache, tokens), which also keeps q and k."
+        )
     if isinstance(attention, Sequence) and not isinstance(attention, str | bytes):
         if len(attention) == 0:
             raise ValueError(

@@ -39,6 +39,7 @@ from attnscope.sources.hf.seq2seq import encode_target
 from attnscope.sources.hf.streams import build_stream
 from attnscope.sources.hf.tokenize import Encoded, encode_text
 from attnscope.sources.hf.vision import encode_image, is_vision_model
+from attnscope.sources.hf.wrappers import unwrap_model
 from attnscope.trace import AttentionStream, AttentionTrace, Side
 
 Calls = dict[str, list[tuple[int, AttentionCall]]]
@@ -198,6 +199,7 @@ def capture(
     >>> trace.attention.shape[:2], trace.check() < 1e-5
     ((6, 12), True)
     """
+    model, tokenizer = unwrap_model(model, tokenizer)
     model = load_model(model)
     check_has_attention(model)
     count = layer_count(model.config)

