@@ -800,7 +800,7 @@ print(trace)
 print("prompt tokens:", trace.prompt_length, " generated:", trace.generated_ids)
 print("generated text:", repr(trace.generated_text))
 print("settings:", trace.metadata["generation"]["settings"])
-print([(t, k) for t, k in zip(trace.tokens, trace.source.kinds)][:8], "...")
+print([(t, k) for t, k in zip(trace.tokens, trace.source.kinds, strict=True)][:8], "...")
 """
     ),
     md(
