@@ -67,7 +67,7 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
     >>> from attnscope import AttentionTrace
     >>> t = AttentionTrace(["a", "b"], np.full((2, 3, 2, 2), 0.5, np.float32))
     >>> parse_key("top:self:1", t)
-    ChunkKey(kind='top', stream='self', layer=1, head=None)
+    ChunkKey(kind='top', stream='self', layer=1, head=None, first_row=None)
     >>> parse_key("top:self:7", t)
     Traceback (most recent call last):
     ...
