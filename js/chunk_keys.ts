@@ -1,8 +1,9 @@
 // Chunk keys (docs/protocol.md, "Chunks"): the front end builds them here only,
 // so the shape of a key is written once. `layer` is the layer's position in the stream.
 
-/** Every layer and head's thumbnail (model view). */
-export const thumbsKey = (stream: string): string => `thumbs:${stream}`;
+/** Every layer and head's thumbnail (model view); from `firstRow` on, the rows after the prompt only. */
+export const thumbsKey = (stream: string, firstRow?: number): string =>
+  (firstRow == null ? `thumbs:${stream}` : `thumbs:${stream}:${firstRow}`);
 
 /** One layer's strongest keys per query, every head (head view). */
 export const topKey = (stream: string, layer: number): string => `top:${stream}:${layer}`;

@@ -40,6 +40,8 @@ export interface Meta {
   views?: ViewName[];
   /** Set when the widget shows a comparison of two inputs (docs/protocol.md, "Comparisons"). */
   comparison?: ComparisonMeta | null;
+  /** A trace of a generation: where the prompt ends; absent or null otherwise. */
+  generation?: GenerationMeta | null;
 }
 
 /** What `_meta.comparison` says about two inputs shown over their aligned tokens. */
@@ -53,6 +55,18 @@ export interface ComparisonMeta {
   divergence: Record<string, (number | null)[][]>;
   /** Per stream, every (layer position, head), the most changed first. */
   ranking: Record<string, [number, number][]>;
+}
+
+/** `_meta.generation` (docs/protocol.md): the prompt, then what the model generated. */
+export interface GenerationMeta {
+  /** The stream over prompt + generated tokens. */
+  stream: string;
+  prompt_length: number;
+  /** How many tokens were generated (rows prompt_length .. prompt_length + generated - 1). */
+  generated: number;
+  /** Size of the `thumbs:<stream>:<prompt_length>` thumbnails (the generated rows). */
+  thumb_rows: number;
+  thumb_cols: number;
 }
 
 export type ViewName = "head" | "model" | "neuron";
@@ -77,6 +91,10 @@ export interface Selection {
   theme: ThemeSetting;
   /** A comparison's side shown; null on a single trace (and on a comparison, null means "diff"). */
   compare_side: CompareSide | null;
+  /** Generation step shown (0 = first generated token), or null. */
+  step: number | null;
+  /** Model view: only the generated tokens' rows. */
+  generated_only: boolean;
 }
 
 /** Selection plus state that lives only in the browser. */

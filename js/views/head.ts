@@ -11,12 +11,14 @@ import type { Painter } from "../paint/painter";
 import { keySide, querySide, streamOf, type Side } from "../tokens";
 import type { AppState, Chunk, Cleanup, ViewContext } from "../types";
 import { h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, watchResize, widthOf } from "./common";
+import { generationClasses, generationOf, type Generation } from "../generation";
 import { headSwatches, pairFilterSelect } from "./head_controls";
 import {
   collectLines, emptyLines, focusedQuery, headLayout, keyWeights, MAX_LINES, offscreenKeys, ROW, topRowsOf,
   type HeadLayout, type Hover, type TopRows,
 } from "./head_lines";
 import { paintLines, paintOffscreenCounts, paintTokenLabels } from "./head_paint";
+import { stepControl, type StepControl } from "./head_step";
 import { clearRows, placeRows, type TokenColumn } from "./head_tokens";
 import { diffLegend, paintSignedLines } from "./compare_head";
 
@@ -50,6 +52,8 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   let colors: string[] = [];
   let sideQ: Side = querySide(meta, stream());
   let sideK: Side = keySide(meta, stream());
+  let generation: Generation | null = null;
+  let steps: StepControl | null = null;
   const swatches = headSwatches(swatchBox, L, store, () => stream().num_heads);
 
   const layout = (): HeadLayout => {
@@ -103,11 +107,13 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     const sm = stream();
     viewport.style.height = `${g.height}px`;
     body.style.height = `${g.rows * ROW}px`;
+    const extra = (i: number): string => generationClasses(generation, s.step, i);
     const marks = (side: "query" | "key", selected: number | null, weights: Float32Array | null) =>
-      ({ selected, hovered: hover?.side === side ? hover.i : null, weights, barColor: theme.accent });
+      ({ selected, hovered: hover?.side === side ? hover.i : null, weights, barColor: theme.accent, extra });
     placeRows(colQ, sideQ, sm.q_len, g.first, g.last, marks("query", s.query, null));
     placeRows(colK, sideK, sm.k_len, g.first, g.last, marks("key", s.key, focusWeights()));
     swatches.sync();
+    steps?.sync();
     if (pairSelect) pairSelect.value = s.pair_filter;
     const dpr = window.devicePixelRatio || 1;
     const c = sizeCanvas(canvas, g.width, g.height, dpr);
@@ -179,7 +185,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
         width: g.width, height: g.height, background: hex(theme.bg), font: theme.font,
         paint: (p) => {
           paintCanvasPart(p, g);
-          paintTokenLabels(p, g, sideQ, sideK, theme);
+          paintTokenLabels(p, g, sideQ, sideK, theme, generation?.prompt ?? null);
         },
       };
     },
@@ -194,6 +200,11 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     pairSelect?.remove();
     pairSelect = sideQ.segments && sideK.segments ? pairFilterSelect(L, store) : null;
     if (pairSelect) bar.prepend(pairSelect);
+    generation = generationOf(meta, st().stream);
+    steps?.stop();
+    steps?.el.remove();
+    steps = generation ? stepControl(L, store, generation, () => sideQ) : null;
+    if (steps) bar.prepend(steps.el);
   }
 
   /** Scroll a selected row into view (keyboard moves the query past the edge). */
@@ -221,6 +232,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
 
   return () => {
     sched.cancel();
+    steps?.stop();
     unsub();
     unResize();
     unSave();

@@ -3,7 +3,7 @@
 import { hex, type ThemeColors } from "../colors";
 import type { Painter } from "../paint/painter";
 import type { Side } from "../tokens";
-import { BUCKETS, COL_W, groupLines, rowY, visibleRows, type HeadLayout, type Lines } from "./head_lines";
+import { BUCKETS, COL_W, groupLines, ROW, rowY, visibleRows, type HeadLayout, type Lines } from "./head_lines";
 
 /** One stroke per (opacity step, head), strongest drawn last (on top); opacity ≈ weight, as in bertviz. */
 export function paintLines(p: Painter, lines: Lines, layout: HeadLayout, colors: readonly string[], heads: number): void {
@@ -30,10 +30,25 @@ export function paintOffscreenCounts(p: Painter, counts: { above: number; below:
   if (counts.below) p.text(x, layout.height - 2, `▼ ${counts.below}`, fill, "right", "bottom");
 }
 
-/** The token labels of the visible rows (on screen they are DOM rows; an image needs them drawn). */
-export function paintTokenLabels(p: Painter, layout: HeadLayout, sideQ: Side, sideK: Side, theme: ThemeColors): void {
+/**
+ * The token labels of the visible rows (on screen they are DOM rows; an image needs them drawn).
+ * From `generatedFrom` on (a generation's output) labels are in the accent colour, under a rule.
+ */
+export function paintTokenLabels(
+  p: Painter, layout: HeadLayout, sideQ: Side, sideK: Side, theme: ThemeColors, generatedFrom: number | null = null,
+): void {
   const { first, last } = visibleRows(layout);
-  const fill = (side: Side, i: number): string => hex(side.kinds[i] === "token" ? theme.fg : theme.muted);
+  const generated = (i: number): boolean => generatedFrom != null && i >= generatedFrom;
+  const fill = (side: Side, i: number): string =>
+    hex(side.kinds[i] !== "token" ? theme.muted : generated(i) ? theme.accent : theme.fg);
+  if (generatedFrom != null && generatedFrom >= first && generatedFrom <= last) {
+    const y = rowY(generatedFrom, layout.scrollTop) - ROW / 2;
+    const rule = { color: hex(theme.muted), width: 2 };
+    p.segments(rule, (segment) => {
+      segment(0, y, COL_W, y);
+      segment(layout.width - COL_W, y, layout.width, y);
+    });
+  }
   for (let i = first; i <= last; i++) {
     const y = rowY(i, layout.scrollTop);
     if (i < sideQ.labels.length) p.text(COL_W - 6, y, sideQ.labels[i] ?? "", fill(sideQ, i), "right");

@@ -16,6 +16,8 @@ export interface RowMarks {
   /** Per token, a weight in 0..1 shown as a bar (the focused query's keys); null for none. */
   weights: Float32Array | null;
   barColor: RGB;
+  /** Extra classes of token `i` (generated, not generated yet: js/generation.ts). */
+  extra?: (i: number) => string;
 }
 
 /** Show rows `first..last` of `side` (its first `n` tokens) in `col`, reusing its pooled elements. */
@@ -38,7 +40,7 @@ export function placeRows(col: TokenColumn, side: Side, n: number, first: number
       d.title = `${side.raw[i] ?? ""} (#${i})`;
       d.style.top = `${i * ROW}px`;
     }
-    let cls = tokenClasses(side, i);
+    let cls = tokenClasses(side, i) + (marks.extra?.(i) ?? "");
     if (marks.selected === i) cls += " is-selected";
     if (marks.hovered === i) cls += " is-hover";
     if (d.className !== cls) d.className = cls;

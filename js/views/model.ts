@@ -5,6 +5,7 @@ import { hex, readTheme, weightLut, type ThemeColors } from "../colors";
 import { attnKey, thumbsKey } from "../chunk_keys";
 import { arr } from "../data";
 import { saveButtons } from "../export_image";
+import { generationOf } from "../generation";
 import { offeredViews } from "../offered_views";
 import { canvasPainter, type PixelScratch } from "../paint/canvas_painter";
 import { streamOf } from "../tokens";
@@ -31,7 +32,12 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     offered.includes("neuron") ? "shift-click for the neuron view" : "",
   ].filter(Boolean).join(", ");
   hint.textContent = `Rows: layers · columns: heads. Hover a cell to enlarge it${opens ? `; ${opens}` : ""}.`;
-  bar.append(hint);
+  // A generation: cells may show the generated tokens' rows only (the `generated_only` trait).
+  const onlyBox = h("input", "", { type: "checkbox", "data-testid": "generated-only" });
+  const only = h("label", "attnscope-check", { title: "Each cell shows only the rows of the generated tokens" });
+  only.append(onlyBox, " generated rows only");
+  L.on(onlyBox, "change", () => store.set({ generated_only: onlyBox.checked }));
+  bar.append(only, hint);
   if (meta.comparison) bar.append(gridOrderSelect(L, store));
   const status = h("div", "attnscope-status");
   const wrap = h("div", "attnscope-mv-wrap");
@@ -56,6 +62,11 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   let hoverTimer: ReturnType<typeof setTimeout> | null = null;
 
   const stream = () => streamOf(meta, store.get().stream);
+  /** First query row the cells show: the prompt's length when only generated rows are shown, else 0. */
+  const firstRow = (): number => {
+    const g = generationOf(meta, store.get().stream);
+    return g && store.get().generated_only ? g.prompt : 0;
+  };
   /** The loaded thumbnails; rows and columns from the chunk's shape (falls back to _meta). */
   const thumbnails = (): Thumbnails | null => {
     if (!thumbs || thumbs.error) return null;
@@ -70,6 +81,8 @@ export function renderModelView(ctx: ViewContext): Cleanup {
 
   function draw(): void {
     const sm = stream();
+    only.hidden = !generationOf(meta, store.get().stream);
+    onlyBox.checked = store.get().generated_only;
     geo = gridGeometry(sm.layers.length, sm.num_heads, widthOf(view));
     const dpr = window.devicePixelRatio || 1;
     const c = sizeCanvas(canvas, geo.width, geo.height, dpr);
@@ -83,7 +96,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   const sched = scheduler(draw);
 
   function load(): void {
-    const key = thumbsKey(store.get().stream);
+    const key = thumbsKey(store.get().stream, firstRow() || undefined);
     if (key === loadedKey) return;
     loadedKey = key;
     thumbs = data.peek(key) ?? null;
@@ -107,7 +120,8 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   function drawPreview(cell: { l: number; h: number }): void {
     const s = store.get();
     const sm = stream();
-    pcap.textContent = `Layer ${sm.layers[cell.l] ?? cell.l} · head ${cell.h}${divergenceNote(meta, s.stream, cell.l, cell.h)}`;
+    const from = firstRow();
+    pcap.textContent = `Layer ${sm.layers[cell.l] ?? cell.l} · head ${cell.h}${from ? " · generated rows" : ""}${divergenceNote(meta, s.stream, cell.l, cell.h)}`;
     const dpr = window.devicePixelRatio || 1;
     const c = sizeCanvas(pcanvas, PREVIEW, PREVIEW, dpr);
     if (!c) return;
@@ -116,12 +130,13 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     const small = thumbnails();
     const p = canvasPainter(c, theme.font, dpr);
     if (full && !full.error) {
-      const rm = arr(full, "rowmax").data;
+      const rm = arr(full, "rowmax").data.subarray(from);
       let mx = 0;
       for (const v of rm) if (v > mx) mx = v;
       // Keep per-row quantisation honest: scale each row by rowmax / max.
       const scale = Array.from(rm, (v) => (mx > 0 ? v / mx : 0));
-      p.tiles([heatmapTile(place, arr(full, "weight").data, sm.q_len, sm.k_len, scale, lut, undefined, signed)]);
+      const weight = arr(full, "weight").data.subarray(from * sm.k_len);
+      p.tiles([heatmapTile(place, weight, sm.q_len - from, sm.k_len, scale, lut, undefined, signed)]);
       preview.dataset.source = "attn";
     } else if (small) {
       const n = small.rows * small.cols, at = (cell.l * sm.num_heads + cell.h) * n;
@@ -177,7 +192,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
       theme = readTheme(root, store.get().resolved_theme === "dark");
       lut = lutOf(theme);
     }
-    if (changed.has("stream")) load();
+    if (changed.has("stream") || changed.has("generated_only")) load();
     sched.request();
   });
   const unResize = watchResize(view, () => sched.request());

@@ -44,8 +44,8 @@ SourceKind = Literal["trace", "module", "model", "name", "tensors", "cache"]
 SOURCE_OPTIONS: Mapping[SourceKind, tuple[str, ...]] = {
     "trace": (),
     "module": ("tokens", "attn_mask", "key_padding_mask"),
-    "model": ("tokenizer", "text_pair", "target", "layers", "max_tokens"),
-    "name": ("tokenizer", "text_pair", "target", "layers", "max_tokens"),
+    "model": ("tokenizer", "text_pair", "target", "layers", "max_tokens", "max_new_tokens", "seed"),
+    "name": ("tokenizer", "text_pair", "target", "layers", "max_tokens", "max_new_tokens", "seed"),
     "tensors": ("tokens", "sentence_b_start", "prettify_tokens"),
     "cache": ("tokens", "prettify_tokens"),
 }
@@ -113,6 +113,8 @@ def split_options(
     TypeError: unknown or inapplicable option(s) ['tokenizer'] for a trace source; valid ...
     """
     allowed = SOURCE_OPTIONS[kind]
+    if kind in ("model", "name") and "max_new_tokens" in options:
+        allowed = (*allowed, *_generate_options(options))  # generation (issue 15)
     bad = sorted(k for k in options if k not in allowed and k not in WIDGET_OPTIONS)
     if bad:
         valid = [*sorted(allowed), *WIDGET_OPTIONS]
@@ -123,6 +125,14 @@ def split_options(
     build = {k: v for k, v in options.items() if k in allowed}
     widget = {k: v for k, v in options.items() if k in WIDGET_OPTIONS}
     return build, widget
+
+
+def _generate_options(options: Mapping[str, Any]) -> tuple[str, ...]:
+    """The options that are settings of ``model.generate`` (do_sample, temperature ...)."""
+    from attnscope.sources.hf.generate import generate_option_names
+
+    names = generate_option_names()
+    return tuple(k for k in options if k in names and k not in WIDGET_OPTIONS)
 
 
 def resolve_trace(
@@ -301,14 +311,16 @@ def show_head_view(source: Any, text: Any = None, **options: Any) -> AttentionWi
         ``(1, seq, d_model)``. Leave out for traces and raw tensors.
     **options
         Building the trace — for models: ``tokenizer``, ``text_pair``,
-        ``target``, ``layers``, ``max_tokens``; for modules: ``tokens``,
-        ``attn_mask``, ``key_padding_mask``; for raw tensors: ``tokens``,
-        ``sentence_b_start``, ``prettify_tokens``. To compare two inputs:
-        ``compare`` (the second text, or a module's second input tensor),
-        ``compare_tokens`` (that tensor's tokens; default ``tokens``) and
-        ``alignment`` (pairs ``(position in A, position in B)``; default
-        position by position, or over the raw tokens when the lengths
-        differ, see :func:`attnscope.compare`). For the widget:
+        ``target``, ``layers``, ``max_tokens``, and to capture a generation
+        ``max_new_tokens``, ``seed`` and any setting of ``model.generate``
+        (``do_sample``, ``temperature`` ...; see :func:`attnscope.capture`);
+        for modules: ``tokens``, ``attn_mask``, ``key_padding_mask``; for raw
+        tensors: ``tokens``, ``sentence_b_start``, ``prettify_tokens``. To
+        compare two inputs: ``compare`` (the second text, or a module's second
+        input tensor), ``compare_tokens`` (that tensor's tokens; default
+        ``tokens``) and ``alignment`` (pairs ``(position in A, position in
+        B)``; default position by position, or over the raw tokens when the
+        lengths differ, see :func:`attnscope.compare`). For the widget:
         ``views`` (the views offered as tabs, default all three; must include
         this helper's view), ``stream``, ``layer``, ``heads``, ``head``,
         ``query``, ``key``, ``pair_filter``, ``theme``, ``compare_side`` (see

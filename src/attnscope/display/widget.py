@@ -21,7 +21,7 @@ from attnscope.display.snapshot import snapshot_bundle
 from attnscope.encode.chunks import ChunkCache
 from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.messages import MESSAGE_BYTES, reply_messages
-from attnscope.encode.meta import build_meta
+from attnscope.encode.meta import build_meta, generation_meta
 from attnscope.encode.selection import (
     COMPARE_SIDES,
     PAIR_FILTERS,
@@ -64,7 +64,8 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         The views offered, as tabs in this order: a non-empty subset of
         ``("head", "model", "neuron")`` (the default). With one view there
         are no tabs. Fixed for the widget's life; sent as ``_meta["views"]``.
-    view, stream, layer, heads, head, query, key, pair_filter, theme, compare_side
+    view, stream, layer, heads, head, query, key, pair_filter, theme, compare_side,
+    step, generated_only
         Initial trait values; see the traits. ``view`` defaults to the first
         of ``views`` and must be one of them, ``stream`` to the trace's first
         stream and ``heads`` to all heads.
@@ -149,6 +150,20 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     comparison, None stands for ``"diff"``.
     Type: str | None. Default: ``"diff"`` for a comparison, None otherwise.
     """
+    # -- a trace of a generation (capture(..., max_new_tokens=N)) ----------------------
+    step = t.Int(None, allow_none=True).tag(sync=True)
+    """The generation step shown: 0 is the first generated token, N-1 the last, None none.
+
+    Setting it moves ``query`` to that token (row ``trace.prompt_length + step``), which
+    sees only the keys up to itself; selecting another generated query moves the step
+    with it, and any other query clears it. Only for a trace of a generation.
+    Type: int | None. Default: None.
+    """
+    generated_only = t.Bool(False).tag(sync=True)
+    """The model view shows only the generated tokens' rows in each cell.
+
+    Only for a trace of a generation. Type: bool. Default: False.
+    """
 
     def __init__(
         self,
@@ -186,6 +201,13 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
             raise t.TraitError(self._not_offered(state["view"]))
         if state["stream"] not in trace.streams:
             raise t.TraitError(_unknown_stream(state["stream"], trace))
+        generation = generation_meta(trace)
+        step = state.get("step")
+        # A valid starting step sets the query too (an invalid one is refused by its check).
+        if generation and options.get("query") is None and isinstance(step, int):
+            state["query"] = generation["prompt_length"] + step
+            if not 0 <= step < generation["generated"]:
+                state["query"] = None
         if not options.get("heads"):
             # Spelled out: a value equal to the trait default would skip validation.
             state["heads"] = list(range(trace.streams[state["stream"]].num_heads))
@@ -342,6 +364,59 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if change["new"] is None and self._compared is not None:
             self.compare_side = "diff"
 
+    # -- generation: the step and the query move together ------------------------------
+    def _generation(self) -> tuple[int, int] | None:
+        """(prompt length, generated tokens) when the shown stream is a generation's."""
+        found = self._meta.get("generation") if self._meta else generation_meta(self._trace)
+        if not found or found["stream"] != self.stream:
+            return None
+        return int(found["prompt_length"]), int(found["generated"])
+
+    @t.validate("step")
+    def _check_step(self, proposal: t.Bunch) -> int | None:
+        value = proposal["value"]
+        if value is None:
+            return None
+        generation = self._generation()
+        if generation is None:
+            raise t.TraitError(
+                f"step={value} applies to a trace of a generation, and this one (stream "
+                f"{self.stream!r}) has none; capture one with attnscope.capture(model, prompt, "
+                "max_new_tokens=N), or leave step=None."
+            )
+        if not 0 <= int(value) < generation[1]:
+            raise t.TraitError(
+                f"step={value} is out of range: {generation[1]} tokens were generated "
+                f"(steps 0..{generation[1] - 1}); use None for no step."
+            )
+        return int(value)
+
+    @t.validate("generated_only")
+    def _check_generated_only(self, proposal: t.Bunch) -> bool:
+        value = bool(proposal["value"])
+        if value and self._generation() is None:
+            raise t.TraitError(
+                "generated_only=True shows the rows of generated tokens, and this trace has "
+                "none; capture one with attnscope.capture(model, prompt, max_new_tokens=N)."
+            )
+        return value
+
+    # Both read the traits' current values, not the change's: notifications held while
+    # the widget is built arrive after every trait is set, some of them stale.
+    @t.observe("step")
+    def _query_follows_step(self, _change: t.Bunch) -> None:
+        generation = self._generation()
+        if self.step is not None and generation is not None:
+            self.query = generation[0] + self.step
+
+    @t.observe("query")
+    def _step_follows_query(self, _change: t.Bunch) -> None:
+        generation = self._generation()
+        if self.step is None or generation is None:
+            return
+        step = None if self.query is None else self.query - generation[0]
+        self.step = step if step is not None and 0 <= step < generation[1] else None
+
     @t.observe("stream")
     def _clamp_to_stream(self, change: t.Bunch) -> None:
         new = self._stream()
@@ -361,6 +436,9 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 sides = {new.query_side, new.key_side}
                 if all(self._trace.tokens_for(s).segments is None for s in sides):
                     self.pair_filter = "all"
+            if self._generation() is None:  # the generation is another stream's
+                self.step = None
+                self.generated_only = False
 
     # -- what a notebook saves ---------------------------------------------------------
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:

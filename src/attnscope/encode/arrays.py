@@ -188,14 +188,20 @@ def _pick_rows(q_len: int, rows: int, sample: int) -> tuple[IntArray, IntArray]:
 
 
 def stream_thumbnails(
-    stream: AttentionStream, rows: int, cols: int, *, sample: int = THUMB_SAMPLE
+    stream: AttentionStream,
+    rows: int,
+    cols: int,
+    *,
+    sample: int = THUMB_SAMPLE,
+    first_row: int = 0,
 ) -> U8Array:
     """:func:`thumbnails` of every layer and head of ``stream``, a block of queries at a time.
 
     Each thumbnail row pools its queries' weights by block maximum, as
     :func:`thumbnails` does; when a thumbnail row covers more than ``sample``
     queries it pools ``sample`` of them, evenly spaced (a 64-row thumbnail of
-    8192 queries then computes an eighth of the weights).
+    8192 queries then computes an eighth of the weights). ``first_row`` > 0
+    covers the queries from there on only (a generation's output).
 
     Examples
     --------
@@ -208,13 +214,14 @@ def stream_thumbnails(
     """
     from attnscope.trace.rows import block_rows
 
-    q_len, k_len = stream.q_len, stream.k_len
+    q_len, k_len = stream.q_len - first_row, stream.k_len
     if not (0 < rows <= q_len and 0 < cols <= k_len):
         raise ValueError(
             f"thumbnail size {rows}x{cols} must lie between 1x1 and the attention's "
             f"{q_len}x{k_len}."
         )
     picks, owners = _pick_rows(q_len, rows, sample)
+    picks += first_row
     col_edges = np.arange(cols) * k_len // cols
     pooled = np.zeros((stream.num_layers, stream.num_heads, rows, cols), np.float32)
     step = block_rows(k_len)

@@ -1,7 +1,8 @@
 """Chunk keys: parse and check them, encode the chunk they name, answer requests.
 
 A key names one chunk of a trace (``docs/protocol.md``, "Chunks"):
-``thumbs:<stream>``, ``top:<stream>:<layer>``, ``attn:<stream>:<layer>:<head>``
+``thumbs:<stream>`` (or ``thumbs:<stream>:<first row>``, the rows from there on,
+for the generated tokens), ``top:<stream>:<layer>``, ``attn:<stream>:<layer>:<head>``
 or ``qk:<stream>:<layer>:<head>``, where ``<layer>`` is the layer's position
 in the stream. :func:`reply_messages` turns a browser request into custom
 messages of at most about 64 MiB each.
@@ -21,7 +22,7 @@ from attnscope.encode.arrays import (
     stream_thumbnails,
     stream_top_keys,
 )
-from attnscope.encode.meta import stream_top_k, thumb_shape
+from attnscope.encode.meta import generation_meta, stream_top_k, thumb_shape
 from attnscope.encode.selection import VIEWS, ViewName, check_views
 from attnscope.trace import AttentionTrace
 
@@ -36,20 +37,24 @@ class ChunkKey:
 
     Examples
     --------
-    >>> ChunkKey("attn", "self", 2, 5).key
-    'attn:self:2:5'
+    >>> ChunkKey("attn", "self", 2, 5).key, ChunkKey("thumbs", "self", first_row=9).key
+    ('attn:self:2:5', 'thumbs:self:9')
     """
 
     kind: ChunkKind
     stream: str
     layer: int | None = None
     head: int | None = None
+    first_row: int | None = None
+    """Thumbnails only: the first query row they cover (the prompt's length, for generated rows)."""
 
     @property
     def key(self) -> str:
         """The key as the browser writes it."""
         parts = [self.kind, self.stream]
         parts += [str(p) for p in (self.layer, self.head) if p is not None]
+        if self.first_row is not None:
+            parts.append(str(self.first_row))
         return ":".join(parts)
 
 
@@ -62,7 +67,7 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
     >>> from attnscope import AttentionTrace
     >>> t = AttentionTrace(["a", "b"], np.full((2, 3, 2, 2), 0.5, np.float32))
     >>> parse_key("top:self:1", t)
-    ChunkKey(kind='top', stream='self', layer=1, head=None)
+    ChunkKey(kind='top', stream='self', layer=1, head=None, first_row=None)
     >>> parse_key("top:self:7", t)
     Traceback (most recent call last):
     ...
@@ -74,9 +79,11 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
     kind = parts[0]
     if kind not in _PARTS:
         raise ValueError(f"unknown chunk kind {kind!r}; use one of {sorted(_PARTS)}.")
+    if kind == "thumbs" and len(parts) == _PARTS[kind] + 1:
+        return _parse_row_thumbs(parts, key, trace)
     if len(parts) != _PARTS[kind]:
         shape = {
-            "thumbs": "thumbs:<stream>",
+            "thumbs": "thumbs:<stream> or thumbs:<stream>:<first row>",
             "top": "top:<stream>:<layer>",
             "attn": "attn:<stream>:<layer>:<head>",
             "qk": "qk:<stream>:<layer>:<head>",
@@ -104,6 +111,19 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
     return ChunkKey(kind, parts[1], layer, head)  # type: ignore[arg-type]
 
 
+def _parse_row_thumbs(parts: list[str], key: str, trace: AttentionTrace) -> ChunkKey:
+    stream = trace.streams.get(parts[1])
+    if stream is None:
+        raise ValueError(f"unknown stream {parts[1]!r}; this trace has {list(trace.streams)}.")
+    first_row = _index(parts[2], key)
+    if not first_row < stream.q_len:
+        raise ValueError(
+            f"first row {first_row} is out of range: stream {parts[1]!r} has {stream.q_len} "
+            f"query rows (0..{stream.q_len - 1})."
+        )
+    return ChunkKey("thumbs", parts[1], first_row=first_row)
+
+
 def _index(text: str, key: str) -> int:
     if not text.isdigit():
         raise ValueError(f"{text!r} in {key!r} is not a non-negative integer.")
@@ -123,7 +143,9 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
     """
     stream = trace.streams[key.stream]
     if key.kind == "thumbs":
-        return [("thumbs", stream_thumbnails(stream, *thumb_shape(stream)))]
+        first = key.first_row or 0
+        shape = thumb_shape(stream, first)
+        return [("thumbs", stream_thumbnails(stream, *shape, first_row=first))]
     assert key.layer is not None
     if key.kind == "top":
         if stream_top_k(stream) >= stream.k_len:
@@ -214,6 +236,9 @@ def all_keys(
     first = stream if stream is not None else next(iter(trace.streams))
     names = [first, *(n for n in trace.streams if n != first)]
     keys = [f"thumbs:{n}" for n in names] if "model" in views else []
+    generation = generation_meta(trace)
+    if generation is not None and "model" in views:  # the model view's generated rows
+        keys.append(f"thumbs:{generation['stream']}:{generation['prompt_length']}")
     layer_order: list[tuple[str, int]] = []
     for name in names:
         s = trace.streams[name]

@@ -26,8 +26,10 @@ STREAM_LABELS = {
 }
 
 
-def thumb_shape(stream: AttentionStream) -> tuple[int, int]:
+def thumb_shape(stream: AttentionStream, first_row: int = 0) -> tuple[int, int]:
     """Rows and columns of the stream's thumbnails: the lengths, capped at :data:`THUMB_SIZE`.
+
+    ``first_row`` > 0 sizes thumbnails of the rows from it on (the generated rows).
 
     Examples
     --------
@@ -35,8 +37,45 @@ def thumb_shape(stream: AttentionStream) -> tuple[int, int]:
     >>> from attnscope import AttentionStream
     >>> thumb_shape(AttentionStream(np.full((1, 1, 100, 10), 0.1, np.float32)))
     (64, 10)
+    >>> thumb_shape(AttentionStream(np.full((1, 1, 100, 10), 0.1, np.float32)), first_row=90)
+    (10, 10)
     """
-    return min(stream.q_len, THUMB_SIZE), min(stream.k_len, THUMB_SIZE)
+    return min(stream.q_len - first_row, THUMB_SIZE), min(stream.k_len, THUMB_SIZE)
+
+
+def generation_meta(trace: AttentionTrace) -> dict[str, Any] | None:
+    """``_meta.generation``: where the prompt ends in a trace of a generation, else None.
+
+    The stream it applies to is the one over the source tokens, prompt and
+    generated tokens both (``query_side`` = ``key_side`` = ``"source"``).
+    ``thumb_rows`` / ``thumb_cols`` give the size of the ``thumbs:<stream>:<prompt_length>``
+    thumbnails (the generated rows only).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> att = np.tril(np.ones((3, 3), np.float32)); att /= att.sum(-1, keepdims=True)
+    >>> trace = AttentionTrace(["a", "b", "c"], att[None, None], metadata={"generation": {
+    ...     "prompt_length": 2, "generated_ids": [7], "generated_text": "c", "settings": {}}})
+    >>> generation_meta(trace)
+    {'stream': 'self', 'prompt_length': 2, 'generated': 1, 'thumb_rows': 1, 'thumb_cols': 3}
+    """
+    record = trace.metadata.get("generation")
+    if not isinstance(record, dict):
+        return None
+    prompt, new = int(record["prompt_length"]), len(record["generated_ids"])
+    for name, stream in trace.streams.items():
+        sides = (stream.query_side, stream.key_side)
+        if sides == ("source", "source") and stream.q_len == stream.k_len == prompt + new:
+            return {
+                "stream": name,
+                "prompt_length": prompt,
+                "generated": new,
+                "thumb_rows": min(new, THUMB_SIZE),
+                "thumb_cols": min(stream.k_len, THUMB_SIZE),
+            }
+    return None
 
 
 def stream_top_k(stream: AttentionStream) -> int:
@@ -86,6 +125,7 @@ def build_meta(
         },
         "streams": streams,
         "neuron_unavailable": _neuron_unavailable(trace),
+        "generation": generation_meta(trace),
         "notes": [*trace.notes, *notes],
         "embedded": embedded,
     }

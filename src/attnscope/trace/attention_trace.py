@@ -217,6 +217,35 @@ class AttentionTrace:
         """Per-layer scaling of the first stream, or None."""
         return self.stream.scaling
 
+    # -- generation: set by attnscope.capture(..., max_new_tokens=N) ------------------
+    @property
+    def prompt_length(self) -> int | None:
+        """How many tokens the prompt has when the trace holds a generation, else None.
+
+        Tokens ``[:prompt_length]`` are the prompt (segment 0), the rest were generated
+        (segment 1); ``metadata["generation"]`` holds the generation settings.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32)).prompt_length is None
+        True
+        """
+        generation = self.metadata.get("generation")
+        return None if generation is None else int(generation["prompt_length"])
+
+    @property
+    def generated_ids(self) -> list[int] | None:
+        """The ids the model generated (after the prompt), or None when it generated nothing."""
+        generation = self.metadata.get("generation")
+        return None if generation is None else [int(i) for i in generation["generated_ids"]]
+
+    @property
+    def generated_text(self) -> str | None:
+        """The generated tokens decoded to text (special tokens left out), or None."""
+        generation = self.metadata.get("generation")
+        return None if generation is None else str(generation["generated_text"])
+
     def tokens_for(self, side: Side) -> Tokens:
         """The :class:`Tokens` of ``"source"`` or ``"target"``."""
         toks = self.source if side == "source" else self.target

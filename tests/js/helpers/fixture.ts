@@ -12,6 +12,8 @@ export interface FixtureOptions {
   target?: number;
   /** Keys per query in top chunks (default: all). */
   topK?: number;
+  /** A trace of a generation: the last this many tokens were generated (`_meta.generation`). */
+  generated?: number;
 }
 
 export interface WireArray { name: string; dtype: "u8" | "u16" | "u32" | "f32"; shape: number[]; bytes: Uint8Array }
@@ -93,6 +95,7 @@ export function makeFixture(o: FixtureOptions = {}): Fixture {
     neuron_unavailable: null,
     notes: [],
     embedded: false,
+    generation: o.generated ? { stream: "self", prompt_length: N - o.generated, generated: o.generated, thumb_rows: o.generated, thumb_cols: N } : null,
   };
 
   function chunk(key: string): { key: string; arrays?: WireArray[]; error?: string } {
@@ -102,13 +105,14 @@ export function makeFixture(o: FixtureOptions = {}): Fixture {
     if (!sd) return { key, error: "unknown stream" };
     const { Q, K, att } = sd;
     if (p[0] === "thumbs") {
-      const t = new Uint8Array(L * H * Q * K);
+      const from = Number(p[2] ?? 0), R = Q - from; // thumbs:<stream>:<first row>: those rows on
+      const t = new Uint8Array(L * H * R * K);
       for (let li = 0; li < L; li++) for (let hi = 0; hi < H; hi++) {
-        const a = att[li]![hi]!;
+        const a = att[li]![hi]!.subarray(from * K);
         const mx = Math.max(...a);
-        a.forEach((v, i) => { t[(li * H + hi) * Q * K + i] = Math.round((255 * v) / mx); });
+        a.forEach((v, i) => { t[(li * H + hi) * R * K + i] = Math.round((255 * v) / mx); });
       }
-      return { key, arrays: [{ name: "thumbs", dtype: "u8", shape: [L, H, Q, K], bytes: t }] };
+      return { key, arrays: [{ name: "thumbs", dtype: "u8", shape: [L, H, R, K], bytes: t }] };
     }
     if (!(l >= 0 && l < L)) return { key, error: `no layer ${p[2]}` };
     if (p[0] === "top") {

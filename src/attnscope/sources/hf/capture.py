@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from attnscope.sources.hf.attention_only import WHY, capture_weights, why_no_qk
+from attnscope.sources.hf.chat import encode_chat, is_chat
 from attnscope.sources.hf.checks import (
     check_has_attention,
     check_layers,
@@ -31,6 +32,12 @@ from attnscope.sources.hf.checks import (
 )
 from attnscope.sources.hf.families.bloom import capture_bloom
 from attnscope.sources.hf.families.gpt_neo import capture_gpt_neo
+from attnscope.sources.hf.generate import (
+    GenerationPlan,
+    check_room,
+    generate_continuation,
+    plan_generation,
+)
 from attnscope.sources.hf.generic import capture_generic
 from attnscope.sources.hf.loading import load_model, load_tokenizer
 from attnscope.sources.hf.recorder import AttentionCall, CannotRecordError
@@ -95,17 +102,34 @@ def _run_route(
 
 
 def _encode(
-    model: Any, text: Any, tokenizer: Any, text_pair: str | None, max_tokens: int | None
+    model: Any,
+    text: Any,
+    tokenizer: Any,
+    text_pair: str | None,
+    max_tokens: int | None,
+    *,
+    plan: GenerationPlan | None = None,
 ) -> tuple[Encoded, Any]:
     """The encoded input and the tokenizer used (None for images)."""
     if is_vision_model(model):
         return encode_image(model, text), None
+    # -- generation (issue 15): chat messages, room for the new tokens ----------------
+    if is_chat(text):
+        if text_pair is not None:
+            raise TypeError("text_pair= applies to a sentence, not to chat messages; leave it out.")
+        tokenizer = load_tokenizer(model) if tokenizer is None else tokenizer
+        encoded, _ = encode_chat(tokenizer, text, generate=plan is not None, max_tokens=max_tokens)
+        check_length(encoded.length, position_limit(model.config), "the chat prompt")
+        check_room(encoded.length, plan, position_limit(model.config))
+        return encoded, tokenizer
+    # -- end generation ---------------------------------------------------------------
     check_text(text)
     if text_pair is not None:
         check_text(text_pair, "text_pair")
     tokenizer = load_tokenizer(model) if tokenizer is None else tokenizer
     encoded = encode_text(tokenizer, text, text_pair=text_pair, max_tokens=max_tokens)
     check_length(encoded.length, position_limit(model.config))
+    check_room(encoded.length, plan, position_limit(model.config))  # generation (issue 15)
     return encoded, tokenizer
 
 
@@ -155,6 +179,9 @@ def capture(
     target: str | None = None,
     layers: Sequence[int] | None = None,
     max_tokens: int | None = None,
+    max_new_tokens: int | None = None,
+    seed: int | None = None,
+    **generate_kwargs: Any,
 ) -> AttentionTrace:
     """Run ``model`` on ``text`` once and return its attention as an :class:`AttentionTrace`.
 
@@ -169,8 +196,10 @@ def capture(
         A loaded ``transformers`` model, or a name or local path to load with
         ``from_pretrained``.
     text
-        The input sentence. For a vision transformer, an image as
-        ``pixel_values`` ``(3, height, width)``.
+        The input sentence, or chat messages (``[{"role": "user", "content":
+        ...}, ...]``) rendered with the tokenizer's chat template, whose role
+        names and markers become special tokens. For a vision transformer, an
+        image as ``pixel_values`` ``(3, height, width)``.
     tokenizer
         The model's tokenizer; None loads it from the model's ``name_or_path``.
     text_pair
@@ -183,6 +212,23 @@ def capture(
         without recording, so memory grows with the captured layers only.
     max_tokens
         Truncate the input to this many tokens (noted in ``trace.notes``).
+    max_new_tokens
+        Generate this many tokens after ``text`` with ``model.generate`` (a
+        decoder-only model with a language-model head) and capture prompt +
+        generated tokens in one trace: the prompt is segment 0 (sentence A),
+        the generated tokens segment 1 (B); ``trace.generated_text``,
+        ``trace.generated_ids`` and ``trace.prompt_length`` tell them apart,
+        and ``trace.metadata["generation"]["settings"]`` holds the settings.
+        Each generated token's row is what the model computed at its step
+        with its KV cache; chat messages get the template's generation prompt.
+    seed
+        With ``max_new_tokens``: ``torch.manual_seed(seed)`` right before
+        generating (the caller's random state is left as it was), so
+        ``do_sample=True`` gives the ids ``model.generate`` gives after the
+        same seed.
+    **generate_kwargs
+        With ``max_new_tokens``: settings for ``model.generate``
+        (``do_sample``, ``temperature``, ``top_k``, ``num_beams`` ...).
 
     Returns
     -------
@@ -198,10 +244,21 @@ def capture(
     >>> trace = attnscope.capture(path, "The cat sat.", text_pair="It was tired.")
     >>> trace.attention.shape[:2], trace.check() < 1e-5
     ((6, 12), True)
+
+    Generating (a tiny random GPT-2 here; any causal language model works):
+
+    >>> from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+    >>> tok = AutoTokenizer.from_pretrained(path)
+    >>> gpt = GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=16, vocab_size=len(tok)))
+    >>> trace = attnscope.capture(gpt, "The cat", tokenizer=tok, max_new_tokens=3,
+    ...                           pad_token_id=0)
+    >>> trace.prompt_length, len(trace.generated_ids), trace.tokens[:trace.prompt_length]
+    (4, 3, ['[CLS]', 'The', 'cat', '[SEP]'])
     """
     model, tokenizer = unwrap_model(model, tokenizer)
     model = load_model(model)
     check_has_attention(model)
+    plan = plan_generation(model, max_new_tokens, seed, generate_kwargs)  # issue 15
     count = layer_count(model.config)
     chosen = check_layers(layers, count)
     if chosen == list(range(count)):
@@ -212,7 +269,12 @@ def capture(
             f"target= is the decoder text of an encoder–decoder model (T5, BART); "
             f"{type(model).__name__} has no decoder input. Put all the text in text."
         )
-    source, tokenizer = _encode(model, text, tokenizer, text_pair, max_tokens)
+    if plan is not None and text_pair is not None:
+        raise TypeError(
+            "text_pair= and max_new_tokens= both use the two segments (A/B): a generation "
+            "has the prompt as A and the generated tokens as B; put all the prompt in text."
+        )
+    source, tokenizer = _encode(model, text, tokenizer, text_pair, max_tokens, plan=plan)
     route = _route(model)
     notes: list[str] = []
     if source.untruncated > source.length:
@@ -220,8 +282,11 @@ def capture(
     if route == "attention-only":
         notes.append(why_no_qk(str(model.config.model_type)))
     target_enc: Encoded | None = None
+    generation: dict[str, Any] | None = None
     with preserved(model), torch.inference_mode():
         model.eval()
+        if plan is not None:  # generation (issue 15): prompt + generated ids become the input
+            source, generation = generate_continuation(model, tokenizer, source, plan)
         if model.config.is_encoder_decoder:
             target_enc = encode_target(model, tokenizer, source, target)
             if target is None:
@@ -244,6 +309,9 @@ def capture(
         source.kept_tokens(),
         streams,
         target=None if target_enc is None else target_enc.kept_tokens(),
-        metadata=_metadata(model, route, streams),
+        metadata={
+            **_metadata(model, route, streams),
+            **({} if generation is None else {"generation": generation}),  # issue 15
+        },
         notes=notes,
     )

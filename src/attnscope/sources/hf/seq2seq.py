@@ -6,9 +6,8 @@ from typing import Any
 
 import torch
 
-from attnscope.sources.hf.tokenize import Encoded, encode_text
-from attnscope.trace import TokenKind, Tokens
-from attnscope.trace.labels import display_labels
+from attnscope.sources.hf.tokenize import Encoded, encode_text, tokens_for_ids
+from attnscope.trace import Tokens
 
 MAX_NEW_TOKENS = 20
 
@@ -23,13 +22,6 @@ def _start_id(model: Any) -> int:
             "model.config.decoder_start_token_id so the decoder input can be built."
         )
     return int(start)
-
-
-def _tokens_for_ids(tokenizer: Any, ids: list[int]) -> Tokens:
-    raw = [str(t) for t in tokenizer.convert_ids_to_tokens(ids)]
-    special = set(getattr(tokenizer, "all_special_ids", ()))
-    kinds: list[TokenKind] = ["special" if i in special else "token" for i in ids]
-    return Tokens(display_labels(raw), raw, kinds)
 
 
 def encode_target(model: Any, tokenizer: Any, source: Encoded, target: str | None) -> Encoded:
@@ -65,7 +57,7 @@ def encode_target(model: Any, tokenizer: Any, source: Encoded, target: str | Non
     start = _start_id(model)
     if target is not None:
         encoded = encode_text(tokenizer, target)
-        start_token = _tokens_for_ids(tokenizer, [start])
+        start_token = tokens_for_ids(tokenizer, [start])
         toks = encoded.tokens
         tokens = Tokens(
             start_token.labels + toks.labels,
@@ -80,6 +72,6 @@ def encode_target(model: Any, tokenizer: Any, source: Encoded, target: str | Non
         ids = model.generate(
             **inputs, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1
         ).cpu()
-        tokens = _tokens_for_ids(tokenizer, [int(i) for i in ids[0]])
+        tokens = tokens_for_ids(tokenizer, [int(i) for i in ids[0]])
     keep = list(range(ids.shape[1]))
     return Encoded({"decoder_input_ids": ids}, tokens, keep, len(keep), len(keep))

