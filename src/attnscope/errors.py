@@ -14,3 +14,18 @@ class AttnscopeError(ValueError):
     >>> issubclass(AttnscopeError, ValueError)
     True
     """
+
+
+class TraceFileError(AttnscopeError):
+    """A file given to :meth:`~attnscope.AttentionTrace.load` is not a readable trace.
+
+    Raised for every malformed file (truncated, damaged, not a ``.npz``, no or a
+    bad header, arrays missing or of the wrong kind); the message names the
+    file, what is wrong with it, and how to get a good one.
+
+    Examples
+    --------
+    >>> from attnscope.errors import AttnscopeError, TraceFileError
+    >>> issubclass(TraceFileError, AttnscopeError)
+    True
+    """

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.meta import build_meta
 from attnscope.encode.pack import pack_chunk
 from attnscope.encode.selection import VIEWS, ViewName, check_views, default_selection
+from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionTrace
 
 if TYPE_CHECKING:
@@ -115,10 +117,9 @@ def page_html(
     >>> page.startswith("<!doctype html>"), "https://" in page, '"views":["model"]' in page
     (True, False, True)
     """
+    check_max_bytes(max_bytes)
     trace, state, offered, compared = _trace_and_state(trace_or_widget)
     shown = offered if views is None else check_views(views)
-    if max_bytes <= 0:
-        raise ValueError(f"max_bytes={max_bytes} must be positive (bytes of embedded data).")
     if state["view"] not in shown:
         state["view"] = shown[0]
     css = static_file("widget.css").read_text(encoding="utf-8")
@@ -143,6 +144,61 @@ def page_html(
         f"{_json_for_script(chunks)}</script>\n"
         f"<script>\n{_js_for_script(script)}\n</script>\n</body>\n</html>\n"
     )
+
+
+def check_max_bytes(max_bytes: object) -> None:
+    """``max_bytes`` is a positive, finite number of bytes (an int, or a float such as ``2e7``).
+
+    Examples
+    --------
+    >>> check_max_bytes(None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: max_bytes must be a number of bytes (such as 20_000_000); got None. ...
+    """
+    if (
+        not isinstance(max_bytes, int | float)
+        or isinstance(max_bytes, bool)
+        or not math.isfinite(max_bytes)
+    ):
+        raise TypeError(
+            f"max_bytes must be a number of bytes (such as 20_000_000); got {max_bytes!r}. "
+            f"Leave it out for the default of {DEFAULT_MAX_BYTES:_} bytes; there is no "
+            "unlimited setting, pass a large number to embed everything."
+        )
+    if max_bytes <= 0:
+        raise AttnscopeError(
+            f"max_bytes={max_bytes} must be positive: it is the budget in bytes for the "
+            f"attention data the page embeds (default {DEFAULT_MAX_BYTES:_})."
+        )
+
+
+def page_path(path: str | Path) -> Path:
+    """The file :func:`save_html` writes for ``path``: ``.html`` added when it has no suffix.
+
+    Examples
+    --------
+    >>> page_path("attention").name
+    'attention.html'
+    >>> import tempfile
+    >>> page_path(tempfile.mkdtemp())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    attnscope.errors.AttnscopeError: ... is a folder; pass a file name such as ...
+    """
+    given = Path(path)
+    if given.is_dir():
+        raise AttnscopeError(
+            f"{str(given)!r} is a folder; pass a file name such as "
+            f"{str(given / 'attention.html')!r} to write the page into it."
+        )
+    out = given if given.suffix else given.with_suffix(".html")
+    if out.is_dir():
+        raise AttnscopeError(
+            f"{str(out)!r} is a folder, so the page cannot be written there; pass another "
+            "file name."
+        )
+    return out
 
 
 def _trace_and_state(
@@ -212,10 +268,8 @@ def save_html(
     >>> save_html(compare(trace, trace), os.path.join(tempfile.mkdtemp(), "ab.html")).name
     'ab.html'
     """
+    out = page_path(path)
     page = page_html(trace_or_widget, views=views, max_bytes=max_bytes)
-    out = Path(path)
-    if not out.suffix:
-        out = out.with_suffix(".html")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     return out

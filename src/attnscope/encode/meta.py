@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from attnscope.trace import AttentionStream, AttentionTrace
+from attnscope.trace.labels import mend_surrogates
 
 PROTOCOL_VERSION = 1
 THUMB_SIZE = 64
@@ -94,7 +95,11 @@ def stream_top_k(stream: AttentionStream) -> int:
 def build_meta(
     trace: AttentionTrace, *, embedded: bool = False, notes: tuple[str, ...] = ()
 ) -> dict[str, Any]:
-    """Build the protocol's ``_meta`` dict: everything small about ``trace``.
+    r"""Build the protocol's ``_meta`` dict: everything small about ``trace``.
+
+    Every string is valid Unicode: a lone surrogate in a token (which a
+    kernel's UTF-8 messages cannot carry) arrives as U+FFFD; the trace keeps
+    the raw token.
 
     Parameters
     ----------
@@ -112,23 +117,39 @@ def build_meta(
     >>> meta = build_meta(AttentionTrace(["a", "b"], np.full((1, 2, 2, 2), 0.5, np.float32)))
     >>> meta["streams"]["self"]["num_heads"], meta["sides"]["source"]["labels"]
     (2, ['a', 'b'])
+    >>> build_meta(AttentionTrace(["\udc80"], np.ones((1, 1, 1, 1))))["sides"]["source"]["raw"]
+    ['�']
     """
     streams = {name: _stream_meta(name, s) for name, s in trace.streams.items()}
     first = trace.stream
     model = trace.metadata.get("model_type") or trace.metadata.get("source") or "attention"
-    return {
-        "protocol": PROTOCOL_VERSION,
-        "title": f"{model} · {first.num_layers} layers × {first.num_heads} heads",
-        "sides": {
-            "source": trace.source.to_json(),
-            "target": None if trace.target is None else trace.target.to_json(),
-        },
-        "streams": streams,
-        "neuron_unavailable": _neuron_unavailable(trace),
-        "generation": generation_meta(trace),
-        "notes": [*trace.notes, *notes],
-        "embedded": embedded,
-    }
+    meta: dict[str, Any] = _mended(
+        {
+            "protocol": PROTOCOL_VERSION,
+            "title": f"{model} · {first.num_layers} layers × {first.num_heads} heads",
+            "sides": {
+                "source": trace.source.to_json(),
+                "target": None if trace.target is None else trace.target.to_json(),
+            },
+            "streams": streams,
+            "neuron_unavailable": _neuron_unavailable(trace),
+            "generation": generation_meta(trace),
+            "notes": [*trace.notes, *notes],
+            "embedded": embedded,
+        }
+    )
+    return meta
+
+
+def _mended(value: Any) -> Any:
+    """``value`` with every string in it passed through :func:`mend_surrogates`."""
+    if isinstance(value, str):
+        return mend_surrogates(value)
+    if isinstance(value, dict):
+        return {_mended(k): _mended(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mended(v) for v in value]
+    return value
 
 
 def _stream_meta(name: str, stream: AttentionStream) -> dict[str, Any]:

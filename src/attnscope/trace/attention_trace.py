@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from attnscope.trace.labels import TokenKind
 from attnscope.trace.stream import AttentionStream, FloatArray, Side
-from attnscope.trace.tokens import Tokens
+from attnscope.trace.tokens import Tokens, token_strings
 
 if TYPE_CHECKING:
     import torch
@@ -113,8 +113,6 @@ class AttentionTrace:
     ) -> None:
         if not streams:
             raise ValueError("a trace needs at least one stream of attention.")
-        if len(source) == 0:
-            raise ValueError("a trace needs at least one token.")
         for name, stream in streams.items():
             if name != stream.name:
                 raise ValueError(f"stream stored under {name!r} is named {stream.name!r}.")
@@ -317,8 +315,8 @@ class AttentionTrace:
         """
         from attnscope.trace.tensors import stack_layers
 
+        raw = list(token_strings(tokens))
         stacked = stack_layers(attention, batch_index=batch_index)
-        raw = [str(t) for t in tokens]
         if stacked.shape[-1] != len(raw) or stacked.shape[-2] != len(raw):
             raise ValueError(
                 f"attention covers {stacked.shape[-2]}x{stacked.shape[-1]} positions but "

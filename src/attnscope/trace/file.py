@@ -8,11 +8,14 @@ weights, absent when the stream keeps q and k only).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from attnscope.errors import TraceFileError
+from attnscope.trace.npz_read import REWRITE, read_npz
 from attnscope.trace.stream import ARRAY_FIELDS, AttentionStream
 from attnscope.trace.tokens import Tokens
 
@@ -72,6 +75,11 @@ def save_trace(trace: AttentionTrace, path: str | Path) -> Path:
 def load_trace(cls: type[AttentionTrace], path: str | Path) -> AttentionTrace:
     """Read a file written by :func:`save_trace` as an instance of ``cls``.
 
+    Nothing in the file is unpickled or executed. A file that is missing
+    raises :class:`FileNotFoundError`; any other file that is not a whole,
+    valid trace raises :class:`~attnscope.errors.TraceFileError` naming what
+    is wrong.
+
     Examples
     --------
     >>> import numpy as np, tempfile, os
@@ -81,29 +89,19 @@ def load_trace(cls: type[AttentionTrace], path: str | Path) -> AttentionTrace:
     >>> load_trace(AttentionTrace, p).tokens
     ['a']
     """
-    try:
-        opened = np.load(Path(path), allow_pickle=False)
-    except ValueError:  # numpy's message for a non-numpy file talks about pickles
-        raise ValueError(
-            f"{path} is not an attnscope trace (not a .npz file); write one with "
-            "AttentionTrace.save."
-        ) from None
-    if not isinstance(opened, np.lib.npyio.NpzFile):
-        raise ValueError(
-            f"{path} holds a single array, not an attnscope trace; write one with "
-            "AttentionTrace.save."
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no trace file at {path}; check the path (AttentionTrace.save adds .npz when "
+            "the name has no suffix)."
         )
-    with opened as data:
-        if "header" not in data:
-            raise ValueError(f"{path} is not an attnscope trace (no header).")
-        header = json.loads(str(data["header"]))
-        if header.get("format") != FORMAT:
-            raise ValueError(f"{path} is not an attnscope trace.")
-        if int(header.get("version", 0)) > FORMAT_VERSION:
-            raise ValueError(
-                f"{path} was written by a newer attnscope (format "
-                f"{header['version']}); upgrade attnscope to read it."
-            )
+    if path.is_dir():
+        raise TraceFileError(
+            f"{path} is a folder; pass the .npz file that AttentionTrace.save wrote."
+        )
+    arrays = read_npz(path)
+    header = read_header(arrays, path)
+    try:
         streams = [
             AttentionStream(
                 name=sm["name"],
@@ -111,18 +109,100 @@ def load_trace(cls: type[AttentionTrace], path: str | Path) -> AttentionTrace:
                 key_side=sm["key_side"],
                 layers=tuple(sm["layers"]),
                 **{  # type: ignore[arg-type]
-                    attr: data[f"{sm['name']}/{attr}"]
+                    attr: arrays[f"{sm['name']}/{attr}"]
                     for attr in ARRAY_FIELDS
-                    if f"{sm['name']}/{attr}" in data
+                    if f"{sm['name']}/{attr}" in arrays
                 },
             )
             for sm in header["streams"]
         ]
-    target = None if header["target"] is None else Tokens.from_json(header["target"])
-    return cls.from_streams(
-        Tokens.from_json(header["source"]),
-        streams,
-        target=target,
-        metadata=header["metadata"],
-        notes=header["notes"],
-    )
+        target = None if header["target"] is None else Tokens.from_json(header["target"])
+        return cls.from_streams(
+            Tokens.from_json(header["source"]),
+            streams,
+            target=target,
+            metadata=header["metadata"],
+            notes=header["notes"],
+        )
+    except (ValueError, TypeError, IndexError) as err:  # AttnscopeError is a ValueError
+        raise TraceFileError(
+            f"{path} holds a trace that does not check out: {err} The file was changed "
+            f"after it was written, or not written by AttentionTrace.save; {REWRITE}."
+        ) from None
+
+
+def read_header(arrays: Mapping[str, np.ndarray[Any, Any]], path: Path) -> dict[str, Any]:
+    """The file's JSON header, checked field by field against what :func:`save_trace` writes.
+
+    Examples
+    --------
+    >>> read_header({"x": np.zeros(1)}, Path("t.npz"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    attnscope.errors.TraceFileError: t.npz is not an attnscope trace: it has no header array...
+    """
+    if "header" not in arrays:
+        raise TraceFileError(
+            f"{path} is not an attnscope trace: it has no header array (arrays found: "
+            f"{sorted(arrays)[:8]}); {REWRITE}."
+        )
+    raw = arrays["header"]
+    if raw.dtype.kind != "U" or raw.shape != ():
+        raise _bad_header(path, f"it is a {raw.dtype} array of shape {raw.shape}, not one string")
+    try:
+        header = json.loads(str(raw))
+    except ValueError as err:
+        raise _bad_header(path, f"it is not JSON ({err})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise TraceFileError(
+            f"{path} is not an attnscope trace: its header does not say format "
+            f"{FORMAT!r}; {REWRITE}."
+        )
+    version = header.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _bad_header(path, f"its version is {version!r}, not a positive integer")
+    if version > FORMAT_VERSION:
+        raise TraceFileError(
+            f"{path} was written by a newer attnscope (format {version}, this one reads "
+            f"up to {FORMAT_VERSION}); upgrade attnscope to read it."
+        )
+    _expect(header, "source", dict, path)
+    _expect(header, "target", (dict, type(None)), path)
+    _expect(header, "metadata", dict, path)
+    _expect(header, "notes", list, path)
+    streams = _expect(header, "streams", list, path)
+    if not streams:
+        raise _bad_header(path, "it lists no streams of attention")
+    for i, sm in enumerate(streams):
+        if not isinstance(sm, dict):
+            raise _bad_header(path, f"streams[{i}] is {type(sm).__name__}, not an object")
+        name = _expect(sm, "name", str, path, f"streams[{i}].")
+        for side in ("query_side", "key_side"):
+            if sm.get(side) not in ("source", "target"):
+                raise _bad_header(path, f"streams[{i}].{side} is {sm.get(side)!r}")
+        layers = _expect(sm, "layers", list, path, f"streams[{i}].")
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in layers):
+            raise _bad_header(path, f"streams[{i}].layers holds {layers!r}, not layer indices")
+        has_qk = f"{name}/queries" in arrays and f"{name}/keys" in arrays
+        if f"{name}/attention" not in arrays and not has_qk:
+            raise TraceFileError(
+                f"{path} is incomplete: stream {name!r} has no attention array "
+                f"('{name}/attention' is missing) and no queries and keys to compute it "
+                f"from; {REWRITE}."
+            )
+    return header
+
+
+def _expect(
+    header: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path: Path, where: str = ""
+) -> Any:
+    value = header.get(key)
+    if key not in header or not isinstance(value, kind):
+        raise _bad_header(
+            path, f"{where}{key} is {type(value).__name__ if key in header else 'missing'}"
+        )
+    return value
+
+
+def _bad_header(path: Path, what: str) -> TraceFileError:
+    return TraceFileError(f"{path} has a damaged header: {what}; {REWRITE}.")

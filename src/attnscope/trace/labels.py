@@ -186,3 +186,22 @@ def offset_labels(
         ends[seq] = end
         labels.append(_visible(piece))
     return labels
+
+
+def mend_surrogates(text: str) -> str:
+    r"""``text`` as valid Unicode: split surrogate pairs joined, lone surrogates made U+FFFD.
+
+    A Python string may hold lone surrogates (from ``errors="surrogateescape"``
+    or a JSON ``"\ud83d"``) that UTF-8 cannot encode; the browser gets the
+    mended text while the trace keeps the original.
+
+    Examples
+    --------
+    >>> mend_surrogates("a\ud800b") == "a\ufffdb"
+    True
+    >>> mend_surrogates("\ud83d\ude00") == "\U0001f600"
+    True
+    """
+    if not any("\ud800" <= c <= "\udfff" for c in text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

@@ -24,6 +24,7 @@ from attnscope.trace.validate import (
     check_attention,
     check_bool_mask,
     check_rank,
+    check_rows,
 )
 
 if TYPE_CHECKING:
@@ -73,8 +74,11 @@ class AttentionStream:
     ----------
     attention
         ``(layers, heads, q_len, k_len)`` weights; rows are probability
-        distributions (or all zero for a fully masked query). float32, or
-        float16 to keep them compactly. None when q and k determine them.
+        distributions (or all zero for a fully masked query; with ``sinks``
+        they may sum to less than 1), within
+        :data:`~attnscope.trace.validate.ROW_SUM_TOLERANCE` for the precision
+        the weights carry. float32, or float16 to keep them compactly. None
+        when q and k determine them.
     query_side, key_side
         Which token sequence labels the rows and the columns: ``"source"``
         (the input text, or the encoder's) or ``"target"`` (the decoder's).
@@ -157,6 +161,7 @@ class AttentionStream:
         self.weights: npt.NDArray[np.floating[Any]] | None = None
         if attention is not None:
             self.weights = check_attention(_as_weights(attention), name)
+            check_rows(self.weights, name, sinks=sinks is not None)
         elif queries is None and keys is None:
             raise ValueError(
                 f"{name}: a stream needs attention weights, or the queries and keys they "

@@ -6,11 +6,46 @@ special, padding) and, for sentence pairs, which sentence it belongs to.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from attnscope.errors import AttnscopeError
 from attnscope.trace.labels import TokenKind, display_labels, guess_kinds
+
+
+def token_strings(tokens: Any, what: str = "tokens") -> tuple[str, ...]:
+    """``tokens`` as a tuple of strings, one per position; refuses None, a string, or nothing.
+
+    Examples
+    --------
+    >>> token_strings(["The", "cat"])
+    ('The', 'cat')
+    >>> token_strings(None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: tokens must be a list of strings, one per position; got None. ...
+    """
+    if tokens is None or isinstance(tokens, str | bytes) or not isinstance(tokens, Iterable):
+        got = "None" if tokens is None else f"{type(tokens).__name__} {_short(tokens)}"
+        raise TypeError(
+            f"{what} must be a list of strings, one per position; got {got}. Pass e.g. "
+            f"{what}=tokenizer.convert_ids_to_tokens(input_ids[0]), or list(text) for "
+            "one token per character."
+        )
+    strings = tuple(str(t) for t in tokens)
+    if not strings:
+        raise AttnscopeError(
+            f"{what} is empty: a trace needs one token per position of the attention. Pass "
+            f"the strings the model saw, e.g. {what}=tokenizer.convert_ids_to_tokens("
+            "input_ids[0]); an empty text has nothing to attend to."
+        )
+    return strings
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 @dataclass(frozen=True)
@@ -47,8 +82,8 @@ class Tokens:
         kinds: Sequence[TokenKind] | None = None,
         segments: Sequence[int] | None = None,
     ) -> None:
-        labels_t = tuple(str(t) for t in labels)
-        raw_t = tuple(str(t) for t in raw) if raw is not None else labels_t
+        labels_t = token_strings(labels)
+        raw_t = token_strings(raw, "raw_tokens") if raw is not None else labels_t
         kinds_t: tuple[TokenKind, ...] = (
             tuple(kinds) if kinds is not None else tuple("token" for _ in labels_t)
         )
@@ -103,7 +138,7 @@ class Tokens:
         >>> Tokens.from_strings(["[CLS]", "Ġcat", "[PAD]"]).kinds
         ('special', 'token', 'padding')
         """
-        strings = [str(t) for t in raw]
+        strings = list(token_strings(raw))
         labels = display_labels(strings) if prettify else strings
         return cls(labels, strings, guess_kinds(strings), segments)
 

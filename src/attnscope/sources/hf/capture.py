@@ -40,6 +40,7 @@ from attnscope.sources.hf.generate import (
 )
 from attnscope.sources.hf.generic import capture_generic
 from attnscope.sources.hf.loading import load_model, load_tokenizer
+from attnscope.sources.hf.preflight import preflight
 from attnscope.sources.hf.recorder import AttentionCall, CannotRecordError
 from attnscope.sources.hf.restore import preserved
 from attnscope.sources.hf.seq2seq import encode_target
@@ -275,6 +276,7 @@ def capture(
             "has the prompt as A and the generated tokens as B; put all the prompt in text."
         )
     source, tokenizer = _encode(model, text, tokenizer, text_pair, max_tokens, plan=plan)
+    preflight(model, source.inputs, source.tokens.raw)
     route = _route(model)
     notes: list[str] = []
     if source.untruncated > source.length:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from attnscope.errors import AttnscopeError
+
 # Models whose learned positions start after the padding index (RoBERTa's scheme).
 _OFFSET_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "data2vec-text"}
 
@@ -72,6 +74,16 @@ def check_text(text: Any, what: str = "text") -> str:
         raise TypeError(f"{what} must be a string; got {type(text).__name__}.")
     if not text.strip():
         raise ValueError(f"{what} is empty; pass the sentence to run through the model.")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise AttnscopeError(
+            f"{what} holds a lone surrogate U+{ord(text[err.start]):04X} at index {err.start}, "
+            "half of a character that no tokenizer can encode (it comes from text decoded "
+            "with errors='surrogateescape' or from a split emoji). Mend it first: "
+            f"{what}.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace') rejoins "
+            "split pairs and replaces the rest with U+FFFD."
+        ) from None
     return text
 
 

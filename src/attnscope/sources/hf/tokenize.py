@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from attnscope.sources.hf.preflight import check_tokenizer
 from attnscope.trace import TokenKind, Tokens
 from attnscope.trace.labels import display_labels, offset_labels
 
@@ -154,6 +155,7 @@ def encode_text(
     >>> enc.tokens.labels, enc.untruncated
     (('[CLS]', 'Playing', '[SEP]'), 4)
     """
+    check_tokenizer(tokenizer)
     fast = bool(getattr(tokenizer, "is_fast", False))
     options: dict[str, Any] = {
         "return_tensors": "pt",
