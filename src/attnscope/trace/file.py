@@ -124,7 +124,8 @@ def load_trace(cls: type[AttentionTrace], path: str | Path) -> AttentionTrace:
             metadata=header["metadata"],
             notes=header["notes"],
         )
-    except (ValueError, TypeError, IndexError) as err:  # AttnscopeError is a ValueError
+    # What the constructors raise for values that do not fit (AttnscopeError is a ValueError).
+    except (ValueError, TypeError, IndexError, KeyError, OverflowError) as err:
         raise TraceFileError(
             f"{path} holds a trace that does not check out: {err} The file was changed "
             f"after it was written, or not written by AttentionTrace.save; {REWRITE}."
@@ -166,8 +167,10 @@ def read_header(arrays: Mapping[str, np.ndarray[Any, Any]], path: Path) -> dict[
             f"{path} was written by a newer attnscope (format {version}, this one reads "
             f"up to {FORMAT_VERSION}); upgrade attnscope to read it."
         )
-    _expect(header, "source", dict, path)
-    _expect(header, "target", (dict, type(None)), path)
+    for side in ("source", "target"):
+        tokens = _expect(header, side, dict if side == "source" else (dict, type(None)), path)
+        if tokens is not None:
+            _expect(tokens, "labels", list, path, f"{side}.")
     _expect(header, "metadata", dict, path)
     _expect(header, "notes", list, path)
     streams = _expect(header, "streams", list, path)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import zipfile
-import zlib
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,24 +22,11 @@ ALLOWED_KINDS = {"b": "boolean", "f": "float", "i": "integer", "u": "integer", "
 
 REWRITE = "save the trace again with AttentionTrace.save"
 """The fix every message about a bad file ends with."""
-# Errors that bytes which are not a well-formed zip of .npy members can raise while
-# being decoded; each one means the same thing to the reader: the file is damaged.
-_DAMAGE = (
-    zipfile.BadZipFile,
-    zlib.error,
-    EOFError,
-    OSError,
-    ValueError,
-    TypeError,
-    KeyError,
-    IndexError,
-    OverflowError,
-    SyntaxError,
-    RecursionError,
-    NotImplementedError,
-    RuntimeError,
-    UnicodeDecodeError,
-)
+# What decoding damaged bytes may raise: zipfile, zlib and numpy's header parser raise
+# many types (BadZipFile, zlib.error, EOFError, ValueError, SyntaxError, even
+# tokenize.TokenError). Each means the same to the reader, so all of them are caught
+# around the decoding steps only, and turned into one TraceFileError.
+_DAMAGE = Exception
 
 
 def read_npz(path: Path) -> dict[str, np.ndarray[Any, Any]]:
@@ -114,6 +100,10 @@ def _read_member(member: IO[bytes], size: int, path: Path, name: str) -> np.ndar
         raise EOFError(f"{len(data)} of {nbytes} bytes of data")
     if member.read(1):  # reading to the end also makes zipfile check the CRC
         raise ValueError("bytes after the array's data")
+    if dtype.kind == "U":  # UCS-4 code units above U+10FFFF crash str() with SystemError
+        order = dtype.byteorder if dtype.byteorder in "<>" else "="
+        if np.any(np.frombuffer(data, dtype=np.dtype(np.uint32).newbyteorder(order)) > 0x10FFFF):
+            raise ValueError("its text holds code points beyond U+10FFFF")
     array = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
     return array.copy()  # writable and owning its memory, like np.load's arrays
 
