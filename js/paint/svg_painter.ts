@@ -1,8 +1,20 @@
 // The Painter as SVG text: the image export that stays editable.
 import type { Align, Baseline, Painter, Stroke } from "./painter";
 
+const ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" };
+// What XML 1.0 cannot hold at all, not even as a character reference: C0 controls other than
+// tab, newline and carriage return; U+FFFE and U+FFFF; surrogates that are not half of a pair.
+const NOT_XML = /[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * `s` as XML text or attribute value: markup characters escaped, and the characters XML
+ * forbids replaced so the file stays well-formed: a C0 control by its Control Pictures
+ * symbol (NUL as ␀, ESC as ␛), anything else by U+FFFD.
+ */
 export function xmlEscape(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" })[c] as string);
+  return s
+    .replace(/[&<>"']/g, (c) => ENTITIES[c] as string)
+    .replace(NOT_XML, (c) => (c.charCodeAt(0) < 0x20 ? String.fromCharCode(0x2400 + c.charCodeAt(0)) : "\ufffd"));
 }
 
 /** A coordinate to two decimals at most: exact enough, and short. */

@@ -1,6 +1,7 @@
 // The head view's picture, as Painter calls: the screen canvas, the PNG and the
 // SVG export all come from these.
 import { hex, type ThemeColors } from "../colors";
+import { imageLabel } from "../label_text";
 import type { Painter } from "../paint/painter";
 import type { Side } from "../tokens";
 import { BUCKETS, COL_W, groupLines, ROW, rowY, visibleRows, type HeadLayout, type Lines } from "./head_lines";
@@ -30,6 +31,9 @@ export function paintOffscreenCounts(p: Painter, counts: { above: number; below:
   if (counts.below) p.text(x, layout.height - 2, `▼ ${counts.below}`, fill, "right", "bottom");
 }
 
+/** Characters of a label that fit in a token column (COL_W) at the views' font. */
+const COLUMN_CHARS = 16;
+
 /**
  * The token labels of the visible rows (on screen they are DOM rows; an image needs them drawn).
  * From `generatedFrom` on (a generation's output) labels are in the accent colour, under a rule.
@@ -51,7 +55,7 @@ export function paintTokenLabels(
   }
   for (let i = first; i <= last; i++) {
     const y = rowY(i, layout.scrollTop);
-    if (i < sideQ.labels.length) p.text(COL_W - 6, y, sideQ.labels[i] ?? "", fill(sideQ, i), "right");
-    if (i < sideK.labels.length) p.text(layout.width - COL_W + 6, y, sideK.labels[i] ?? "", fill(sideK, i), "left");
+    if (i < sideQ.labels.length) p.text(COL_W - 6, y, imageLabel(sideQ.labels[i] ?? "", COLUMN_CHARS), fill(sideQ, i), "right");
+    if (i < sideK.labels.length) p.text(layout.width - COL_W + 6, y, imageLabel(sideK.labels[i] ?? "", COLUMN_CHARS), fill(sideK, i), "left");
   }
 }

@@ -1,6 +1,7 @@
 // The head view's token columns: a pool of absolutely placed rows, only as many
 // as are visible, so thousands of tokens cost a screenful of elements.
 import { rgba, type RGB } from "../colors";
+import { isolate, labelElement } from "../label_text";
 import { tokenClasses, type Side } from "../tokens";
 import { h } from "./common";
 import { COL_W, ROW } from "./head_lines";
@@ -36,8 +37,8 @@ export function placeRows(col: TokenColumn, side: Side, n: number, first: number
     d.hidden = false;
     if (d.dataset.i !== String(i)) {
       d.dataset.i = String(i);
-      d.textContent = side.labels[i] ?? "";
-      d.title = `${side.raw[i] ?? ""} (#${i})`;
+      d.replaceChildren(labelElement(side.labels[i] ?? ""));
+      d.title = `${isolate(side.raw[i] ?? "")} (#${i})`;
       d.style.top = `${i * ROW}px`;
     }
     let cls = tokenClasses(side, i) + (marks.extra?.(i) ?? "");

@@ -6,6 +6,7 @@ import { readTheme, type ThemeColors } from "../colors";
 import { attnKey, qkKey } from "../chunk_keys";
 import { arr } from "../data";
 import { saveButtons } from "../export_image";
+import { isolate, labelElement } from "../label_text";
 import { canvasPainter } from "../paint/canvas_painter";
 import { defaultQuery, keySide, querySide, streamOf, tokenClasses, type Side } from "../tokens";
 import type { AppState, Chunk, Cleanup, ViewContext } from "../types";
@@ -104,8 +105,8 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     el.row.className = `attnscope-nv-row${r.masked[j] ? " is-masked" : ""}${sel === j ? " is-selected" : ""}`;
     el.row.setAttribute("aria-selected", sel === j ? "true" : "false");
     el.label.className = tokenClasses(sideK, j);
-    el.label.textContent = sideK.labels[j] ?? String(j);
-    el.label.title = `${sideK.raw[j] ?? ""} (#${j})`;
+    el.label.replaceChildren(labelElement(sideK.labels[j] ?? String(j)));
+    el.label.title = `${isolate(sideK.raw[j] ?? "")} (#${j})`;
     strip(el.kc, (d) => k[j * D + d] as number, D, r.maxQK);
     strip(el.pc, (d) => (r.q[d] as number) * (k[j * D + d] as number), D, r.maxProd);
     el.qk.textContent = fmt(r.qk[j] as number);
@@ -140,7 +141,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     const parts = [
       `layer ${sm.layers[s.layer] ?? s.layer}`,
       `head ${s.head}${r.kvHead >= 0 && r.kvHead !== s.head ? ` (kv head ${r.kvHead})` : ""}`,
-      `query “${sideQ.labels[queryIdx()] ?? ""}” (#${queryIdx()})`,
+      [`query “`, labelElement(sideQ.labels[queryIdx()] ?? ""), `” (#${queryIdx()})`],
       `score = q·k × ${fmt(r.scaling)}${r.bias ? " + bias" : ""}${r.softcap ? `, softcap ${fmt(r.softcap)}·tanh(·/${fmt(r.softcap)})` : ""}`,
       `weight = softmax(score)${r.sink != null ? ` with sink ${fmt(r.sink)}` : ""}`,
       // Honest about the explanation: how far softmax(score) is from the weights the model returned.
@@ -148,7 +149,9 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
         : r.recomputeError <= r.recordedTolerance ? `matches the recorded weights (max |Δ| ${r.recomputeError.toExponential(1)}, 8-bit)`
           : `⚠ softmax(score) differs from the recorded weights by up to ${fmt(r.recomputeError, 2)}`,
     ];
-    info.textContent = parts.join(" · ");
+    const pieces: (string | Node)[] = [];
+    parts.forEach((part, i) => pieces.push(...(i ? [" · "] : []), ...(Array.isArray(part) ? part : [part])));
+    info.replaceChildren(...pieces);
     info.dataset.recomputeError = String(r.recomputeError);
     qlabel.textContent = "q";
     const sw = `${r.D * cellW(r.D)}px`;

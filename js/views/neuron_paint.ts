@@ -2,6 +2,7 @@
 // screen, a small canvas each) and the exported picture of the visible rows,
 // which paints the same strips.
 import { diverging, hex, type ThemeColors } from "../colors";
+import { imageLabel } from "../label_text";
 import type { Painter, Picture } from "../paint/painter";
 import { fmt, fmtWeight } from "./common";
 import { barFrac, type NeuronRows } from "./neuron_rows";
@@ -33,6 +34,8 @@ export interface RowsScene {
 }
 
 const LABEL_W = 110, GAP_X = 8;
+/** Characters of a label that fit in LABEL_W at the views' font. */
+const LABEL_CHARS = 14;
 
 /** The rows as one picture: q on top, then per key its k, q×k, q·k, score and weight bar. */
 export function rowsPicture(s: RowsScene): Picture {
@@ -46,12 +49,12 @@ export function rowsPicture(s: RowsScene): Picture {
     background: hex(s.theme.bg),
     font: s.theme.font,
     paint(p) {
-      p.text(0, NROW / 2, `q (${s.queryLabel})`, fg);
+      p.text(0, NROW / 2, `q (${imageLabel(s.queryLabel, LABEL_CHARS - 4)})`, fg);
       paintStrip(p, cK, 2, r.D, (d) => r.q[d] as number, r.maxQK, s.theme);
       s.keys.forEach((j, i) => {
         const y = (i + 2) * NROW, mid = y + NROW / 2;
         const kv = (d: number): number => s.k[j * r.D + d] as number;
-        p.text(0, mid, s.keyLabel(j), fg);
+        p.text(0, mid, imageLabel(s.keyLabel(j), LABEL_CHARS), fg);
         paintStrip(p, cK, y + 2, r.D, kv, r.maxQK, s.theme);
         paintStrip(p, cProd, y + 2, r.D, (d) => (r.q[d] as number) * kv(d), r.maxProd, s.theme);
         p.text(cQK, mid, fmt(r.qk[j] as number), fg);
