@@ -114,3 +114,41 @@ def has_lone_surrogate(text: str) -> bool:
 def shown(text: str) -> str:
     """What a label shows for ``text``: lone surrogates as U+FFFD, as the browser gets them."""
     return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+
+
+_EMBEDDINGS = "\u202a\u202b\u202d\u202e"  # LRE RLE LRO RLO
+_ISOLATES = "\u2066\u2067\u2068"  # LRI RLI FSI
+_PARAGRAPH = "\n\r\x1c\x1d\x1e\x85\u2029"  # the bidi algorithm's paragraph separators
+
+
+def bidi_leaks(text: str) -> bool:
+    """True when a bidi control in ``text`` reaches a character outside every isolate.
+
+    Runs the explicit rules (X1-X8) of the Unicode bidi algorithm over
+    ``text`` as one string is drawn (a tooltip, a canvas text, an SVG text):
+    text that attnscope writes around an isolated label must sit at the base
+    level, and a label that is not isolated must not leave anything open.
+    """
+    stack: list[str] = []
+    for ch in text:
+        if ch in _EMBEDDINGS:
+            stack.append("e")
+        elif ch in _ISOLATES:
+            stack.append("i")
+        elif ch == "\u202c":  # PDF closes an embedding opened since the last isolate
+            if stack and stack[-1] == "e":
+                stack.pop()
+        elif ch == "\u2069":  # PDI closes the last isolate and what opened inside it
+            if "i" in stack:
+                del stack[len(stack) - 1 - stack[::-1].index("i") :]
+        elif ch in _PARAGRAPH:
+            stack.clear()
+        elif "i" not in stack and stack:
+            return True
+    return bool(stack) and "i" not in stack
+
+
+def without_bidi(text: str) -> str:
+    """``text`` with bidi controls removed and paragraph separators as spaces: what is seen."""
+    drop = str.maketrans(dict.fromkeys(BIDI_CONTROLS) | dict.fromkeys(_PARAGRAPH, " "))
+    return text.translate(drop)
