@@ -84,3 +84,14 @@ export function fitLabel(s: string, max = IMAGE_LABEL_CHARS): string {
 export function imageLabel(s: string, max = IMAGE_LABEL_CHARS): string {
   return isolate(fitLabel(s, max));
 }
+
+/** `parts` joined by `sep`, each part a string or a run of strings and nodes (a label's <bdi>). */
+export function joinParts(parts: readonly (string | readonly (string | Node)[])[], sep: string): (string | Node)[] {
+  const out: (string | Node)[] = [];
+  parts.forEach((part, i) => {
+    if (i) out.push(sep);
+    if (typeof part === "string") out.push(part);
+    else out.push(...part);
+  });
+  return out;
+}

@@ -166,3 +166,13 @@ def test_exported_page_has_the_elements_of_a_harmless_page() -> None:
     state = json.loads(hostile.scripts[0])
     assert state["_meta"]["sides"]["source"]["labels"] == [shown(t) for t in HOSTILE]
     assert all(s.isascii() for s in hostile.scripts[:2])  # JSON \u-escapes every other char
+
+
+def test_comparison_widget_state_packs_as_a_kernel_message() -> None:
+    trace = hostile_trace()
+    other = hostile_trace([*HOSTILE[1:], "end"])
+    widget = AttentionWidget(attnscope.compare(trace, other))
+    packed = json.loads(json_packer(widget.get_state()).decode("utf-8"))
+    assert packed["_meta"]["comparison"]["a"]["raw"] == [shown(t) for t in HOSTILE]
+    assert packed["_meta"]["comparison"]["b"]["raw"][-1] == "end"
+    assert trace.raw_tokens == HOSTILE  # the traces keep the raw tokens

@@ -4,6 +4,7 @@
 import { readTheme, rgba, type ThemeColors } from "../colors";
 import { attnKey, qkKey, sideKey } from "../chunk_keys";
 import { arr } from "../data";
+import { isolate, joinParts, labelElement } from "../label_text";
 import { canvasPainter } from "../paint/canvas_painter";
 import { defaultQuery, keySide, querySide, streamOf, tokenClasses } from "../tokens";
 import type { Chunk, Cleanup, ViewContext } from "../types";
@@ -77,7 +78,7 @@ export function renderCompareNeuron(ctx: ViewContext): Cleanup {
     detail.replaceChildren();
     const { sideK } = sides();
     const title = h("div", "attnscope-cmp-detail-title");
-    title.textContent = `key “${sideK.labels[r.key] ?? r.key}” (#${r.key}): q × k per dimension`;
+    title.replaceChildren("key “", labelElement(sideK.labels[r.key] ?? String(r.key)), `” (#${r.key}): q × k per dimension`);
     detail.append(title);
     const max = Math.max(r.a.maxProd, r.b.maxProd);
     for (const [name, rows] of [["A", r.a], ["B", r.b]] as const) {
@@ -102,7 +103,8 @@ export function renderCompareNeuron(ctx: ViewContext): Cleanup {
     const wA = r.a.weight[j] as number, wB = r.b.weight[j] as number, change = wA - wB;
     el.dataset.change = String(change);
     const label = h("span", tokenClasses(sideK, j));
-    label.textContent = sideK.labels[j] ?? String(j);
+    label.replaceChildren(labelElement(sideK.labels[j] ?? String(j)));
+    label.title = `${isolate(sideK.raw[j] ?? "")} (#${j})`;
     const qkA = r.a.qk[j] as number, qkB = r.b.qk[j] as number;
     const cells = [fmt(qkA), fmt(qkB), fmt(qkA - qkB), fmtWeight(wA), fmtWeight(wB), fmtWeight(change)].map((text) => {
       const s = h("span", "attnscope-nv-num");
@@ -135,11 +137,11 @@ export function renderCompareNeuron(ctx: ViewContext): Cleanup {
     const { sideQ } = sides();
     const sm = stream();
     const checked = [r.a, r.b].every((x) => x.recomputeError <= x.recordedTolerance);
-    info.textContent = [
-      `layer ${sm.layers[s.layer] ?? s.layer}`, `head ${s.head}`, `query “${sideQ.labels[q] ?? ""}” (#${q})`,
+    info.replaceChildren(...joinParts([
+      `layer ${sm.layers[s.layer] ?? s.layer}`, `head ${s.head}`, ["query “", labelElement(sideQ.labels[q] ?? ""), `” (#${q})`],
       "q·k and weight = softmax(q·k × scale …) of each key in A and in B; Δ = A − B",
-      checked ? "both match the recorded weights" : "",
-    ].filter(Boolean).join(" · ");
+      ...(checked ? ["both match the recorded weights"] : []),
+    ], " · "));
     strips(r, r.a.D);
     const head = h("div", "attnscope-nv-row attnscope-nv-head");
     for (const c of COLUMNS) {

@@ -1,5 +1,6 @@
 // The A / B / A − B switch of a comparison, and a line saying what is compared.
 import { COMPARE_SIDE_LABELS } from "../labels";
+import { labelElement } from "../label_text";
 import { COMPARE_SIDES } from "../selection";
 import type { AppState, CompareSide, ComparisonMeta, Meta, Store } from "../types";
 import { h, type Listeners } from "./common";
@@ -42,7 +43,7 @@ export function comparisonSummary(c: ComparisonMeta): HTMLElement {
     side.labels.forEach((label, i) => {
       const differs = !paired.has(i) || other(i) !== label;
       const w = h(differs ? "mark" : "span", differs ? "attnscope-compare-differs" : "");
-      w.textContent = label;
+      w.append(labelElement(label));
       span.append(w, " ");
     });
     return span;

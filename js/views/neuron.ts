@@ -6,7 +6,7 @@ import { readTheme, type ThemeColors } from "../colors";
 import { attnKey, qkKey } from "../chunk_keys";
 import { arr } from "../data";
 import { saveButtons } from "../export_image";
-import { isolate, labelElement } from "../label_text";
+import { isolate, joinParts, labelElement } from "../label_text";
 import { canvasPainter } from "../paint/canvas_painter";
 import { defaultQuery, keySide, querySide, streamOf, tokenClasses, type Side } from "../tokens";
 import type { AppState, Chunk, Cleanup, ViewContext } from "../types";
@@ -149,9 +149,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
         : r.recomputeError <= r.recordedTolerance ? `matches the recorded weights (max |Δ| ${r.recomputeError.toExponential(1)}, 8-bit)`
           : `⚠ softmax(score) differs from the recorded weights by up to ${fmt(r.recomputeError, 2)}`,
     ];
-    const pieces: (string | Node)[] = [];
-    parts.forEach((part, i) => pieces.push(...(i ? [" · "] : []), ...(Array.isArray(part) ? part : [part])));
-    info.replaceChildren(...pieces);
+    info.replaceChildren(...joinParts(parts, " · "));
     info.dataset.recomputeError = String(r.recomputeError);
     qlabel.textContent = "q";
     const sw = `${r.D * cellW(r.D)}px`;

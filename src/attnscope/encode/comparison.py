@@ -22,7 +22,7 @@ from attnscope.analysis.aligned import aligned_traces
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.encode.arrays import NamedArray
 from attnscope.encode.chunks import ChunkCache, ChunkKey, all_keys, encode_chunk, parse_key
-from attnscope.encode.meta import build_meta, stream_top_k, thumb_shape
+from attnscope.encode.meta import build_meta, mend_strings, stream_top_k, thumb_shape
 from attnscope.encode.selection import COMPARE_SIDES, VIEWS, CompareSide, ViewName, check_views
 from attnscope.encode.signed import signed_rows, signed_thumbnails, signed_top_keys
 from attnscope.trace import AttentionTrace
@@ -160,9 +160,9 @@ class ComparisonChunks:
         c = self.comparison
         meta = build_meta(self.a, embedded=embedded, notes=(*self._alignment_notes(), *notes))
         meta["title"] = f"A vs B · {meta['title']}"
-        meta["comparison"] = {
-            "a": c.a.source.to_json(),
-            "b": c.b.source.to_json(),
+        meta["comparison"] = {  # A's and B's tokens, as valid Unicode like the rest of _meta
+            "a": mend_strings(c.a.source.to_json()),
+            "b": mend_strings(c.b.source.to_json()),
             "alignment": [list(pair) for pair in c.alignment],
             "divergence": {},
             "ranking": {},

@@ -123,7 +123,7 @@ def build_meta(
     streams = {name: _stream_meta(name, s) for name, s in trace.streams.items()}
     first = trace.stream
     model = trace.metadata.get("model_type") or trace.metadata.get("source") or "attention"
-    meta: dict[str, Any] = _mended(
+    meta: dict[str, Any] = mend_strings(
         {
             "protocol": PROTOCOL_VERSION,
             "title": f"{model} · {first.num_layers} layers × {first.num_heads} heads",
@@ -141,14 +141,20 @@ def build_meta(
     return meta
 
 
-def _mended(value: Any) -> Any:
-    """``value`` with every string in it passed through :func:`mend_surrogates`."""
+def mend_strings(value: Any) -> Any:
+    r"""``value`` (JSON-like) with every string in it passed through :func:`mend_surrogates`.
+
+    Examples
+    --------
+    >>> mend_strings({"labels": ["a", "\udc80"]}) == {"labels": ["a", "\ufffd"]}
+    True
+    """
     if isinstance(value, str):
         return mend_surrogates(value)
     if isinstance(value, dict):
-        return {_mended(k): _mended(v) for k, v in value.items()}
+        return {mend_strings(k): mend_strings(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_mended(v) for v in value]
+        return [mend_strings(v) for v in value]
     return value
 
 
