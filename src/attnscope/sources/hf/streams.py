@@ -275,7 +275,10 @@ def _weights_stream(
     *,
     dtype: torch.dtype,
 ) -> AttentionStream:
-    """A stream of the weights themselves, as float16 (attention-only families)."""
+    """A stream of the weights themselves, as float16 (attention-only families).
+
+    A mask is kept where the calls carry one (the keys outside a Longformer window).
+    """
     rows, cols = trim
     weights = []
     for call in records:
@@ -284,11 +287,15 @@ def _weights_stream(
         layer = _pick(call.weights, rows, cols).to(torch.float32)
         _check_rows(layer.cpu().numpy(), None, False, name, dtype)
         weights.append(layer.to(torch.float16))
+    heads, q_len, k_len = weights[0].shape
+    masks = [None if c.mask is None else _pick(c.mask, rows, cols) for c in records]
+    mask = _stack_terms(masks, heads, q_len, k_len, False)
     return AttentionStream(
         torch.stack(weights).cpu().numpy(),
         query_side=sides[0],
         key_side=sides[1],
         layers=layers,
+        mask=None if mask is None else mask.numpy(),
         name=name,
     )
 
