@@ -30,3 +30,28 @@ def minilm(minilm_path: Path) -> tuple[Any, Any]:
     model = AutoModel.from_pretrained(minilm_path).eval()
     tokenizer = AutoTokenizer.from_pretrained(minilm_path)
     return model, tokenizer
+
+
+ZOO = pytest.StashKey[dict[str, dict[str, Any]]]()
+"""Results of tests/test_capture_zoo.py, by model type, for the summary below."""
+ZOO_SECONDS = pytest.StashKey[float]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """After the model-type tier: counts, its CPU time, and every type it could not build."""
+    results = config.stash.get(ZOO, None)
+    if not results:
+        return
+    counts: dict[str, int] = {}
+    for item in results.values():
+        counts[item["outcome"]] = counts.get(item["outcome"], 0) + 1
+    seconds = config.stash.get(ZOO_SECONDS, 0.0)
+    terminalreporter.section("model types captured (tests/test_capture_zoo.py)")
+    terminalreporter.write_line(
+        f"{len(results)} types: "
+        + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        + f"; {seconds:.0f} s of CPU in the workers"
+    )
+    for item in sorted(results.values(), key=lambda r: r["type"]):
+        if item["outcome"] == "not built":
+            terminalreporter.write_line(f"  not built: {item['type']}: {item['detail'][:120]}")

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from attnscope.errors import AttnscopeError
 from attnscope.sources.hf.attention_only import WHY, capture_weights, why_no_qk
 from attnscope.sources.hf.chat import encode_chat, is_chat
 from attnscope.sources.hf.checks import (
@@ -39,12 +40,13 @@ from attnscope.sources.hf.generate import (
     plan_generation,
 )
 from attnscope.sources.hf.generic import capture_generic
+from attnscope.sources.hf.layer_groups import Axis
 from attnscope.sources.hf.loading import load_model, load_tokenizer
-from attnscope.sources.hf.preflight import preflight
+from attnscope.sources.hf.preflight import check_weights_loaded, preflight
 from attnscope.sources.hf.recorder import AttentionCall, CannotRecordError
 from attnscope.sources.hf.restore import preserved
 from attnscope.sources.hf.seq2seq import encode_target
-from attnscope.sources.hf.streams import build_stream
+from attnscope.sources.hf.streams import build_streams, tolerance
 from attnscope.sources.hf.tokenize import Encoded, encode_text
 from attnscope.sources.hf.vision import encode_image, is_vision_model
 from attnscope.sources.hf.wrappers import unwrap_model
@@ -71,14 +73,27 @@ def _route(model: Any) -> str:
     return model_type if model_type in FAMILIES else "attention-only"
 
 
+def _input_device(model: Any) -> torch.device:
+    """Where the inputs go: the model's device, or the CPU for a model accelerate dispatched.
+
+    accelerate's hooks move inputs to each part's device themselves, and an
+    offloaded model's first parameter may sit on ``meta``.
+    """
+    if getattr(model, "hf_device_map", None) or hasattr(model, "_hf_hook"):
+        device = getattr(getattr(model, "_hf_hook", None), "execution_device", None)
+        return torch.device("cpu") if device is None else torch.device(device)
+    return torch.device(model.device)
+
+
 def _forward_inputs(model: Any, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The inputs the model's forward names (DistilBERT takes no token_type_ids), on its device.
 
     Pixel values take the model's dtype too (a half-precision ViT wants half pixels).
     """
     accepted = inspect.signature(model.forward).parameters
+    device = _input_device(model)
     return {
-        k: v.to(model.device, model.dtype) if v.is_floating_point() else v.to(model.device)
+        k: v.to(device, model.dtype) if v.is_floating_point() else v.to(device)
         for k, v in inputs.items()
         if k in accepted
     }
@@ -142,33 +157,66 @@ def _metadata(model: Any, route: str, streams: Sequence[AttentionStream]) -> dic
         "route": route,
         "model_name": str(getattr(model, "name_or_path", "") or type(model).__name__),
         "model_class": type(model).__name__,
+        "dtype": str(model.dtype).removeprefix("torch."),
         "num_layers": layer_count(config),
         "num_heads": streams[0].num_heads,
         "captured_layers": list(streams[0].layers),
     }
 
 
-def _streams(calls: Calls, sides: Mapping[str, Encoded], device: str) -> list[AttentionStream]:
-    """One stream per recorded stream name, padding trimmed, recomputing on ``device``."""
-    streams = []
+def _streams(
+    model: Any, calls: Calls, sides: Mapping[str, Encoded], route: str, notes: list[str]
+) -> list[AttentionStream]:
+    """Every stream of the recorded calls, recomputing on the model's device.
+
+    What cannot be shown (layers that are not over the input tokens, weights
+    that are no softmax) is said in ``notes``; with nothing left to show,
+    capture refuses.
+    """
+    axes = {
+        side: Axis(enc.length, None if enc.trim is None else tuple(enc.trim))
+        for side, enc in sides.items()
+    }
+    streams: list[AttentionStream] = []
     for name, found in calls.items():
         query_side, key_side = _SIDES[name]
-        stream = build_stream(
+        built, more = build_streams(
             name,
             found,
-            rows=sides[query_side].trim,
-            cols=sides[key_side].trim,
+            rows=axes[query_side],
+            cols=axes[key_side],
             query_side=query_side,
             key_side=key_side,
+            dtype=model.dtype,
         )
-        stream.device = device
-        streams.append(stream)
+        for stream in built:
+            stream.device = str(_input_device(model))
+        streams.extend(built)
+        notes.extend(more)
+    if not streams:
+        raise AttnscopeError(
+            f"{type(model).__name__}'s attention cannot be shown over the input tokens: "
+            + " ".join(notes)
+        )
+    for stream in streams:
+        said = any(n.startswith(f"neuron view unavailable for {stream.name}:") for n in notes)
+        if not stream.has_qk and route != "attention-only" and not said:
+            notes.append(
+                f"neuron view unavailable for {stream.name}: its layers compute attention in "
+                "their own code, outside transformers' AttentionInterface; the weights are "
+                "those the model returns."
+            )
     return streams
 
 
-def _recompute_tolerance(model: Any) -> float:
-    """Largest recompute error taken as exact: float32 rounding, or half precision's."""
-    return 1e-4 if model.dtype == torch.float32 else 2e-2
+def _dtype_note(model: Any) -> list[str]:
+    if model.dtype in (torch.float32, torch.float64):
+        return []
+    dtype = str(model.dtype).removeprefix("torch.")
+    return [
+        f"the model ran in {dtype}: the trace holds its numbers as float32, and check() "
+        f"agrees with them only to {dtype} precision."
+    ]
 
 
 def capture(
@@ -258,6 +306,7 @@ def capture(
     """
     model, tokenizer = unwrap_model(model, tokenizer)
     model = load_model(model)
+    check_weights_loaded(model)
     check_has_attention(model)
     plan = plan_generation(model, max_new_tokens, seed, generate_kwargs)  # issue 15
     count = layer_count(model.config)
@@ -285,7 +334,9 @@ def capture(
         notes.append(why_no_qk(str(model.config.model_type)))
     target_enc: Encoded | None = None
     generation: dict[str, Any] | None = None
-    with preserved(model), torch.inference_mode():
+    # no_grad, not inference_mode: accelerate's offload hooks write the weights they load
+    # into the model's own parameters, which inference tensors would spoil for later calls.
+    with preserved(model), torch.no_grad():
         model.eval()
         if plan is not None:  # generation (issue 15): prompt + generated ids become the input
             source, generation = generate_continuation(model, tokenizer, source, plan)
@@ -297,16 +348,19 @@ def capture(
         forward = _forward_inputs(model, inputs)
         route, calls = _run_route(model, route, forward, chosen, notes)
         sides = {"source": source, "target": target_enc or source}
-        streams = _streams(calls, sides, str(model.device))
+        before = list(notes)
+        streams = _streams(model, calls, sides, route, notes)
         worst = max((s.check_error() or 0.0) for s in streams)
-        if worst > _recompute_tolerance(model):
+        if worst > tolerance(model.dtype):
             # The recorded q/k miss a term this model adds: show its weights as they are.
+            notes[:] = before
             notes.append(
                 "neuron view unavailable: the recorded q and k do not reproduce this "
                 f"model's attention weights (max error {worst:.2g})."
             )
             route, calls = _run_route(model, "attention-only", forward, chosen, notes)
-            streams = _streams(calls, sides, str(model.device))
+            streams = _streams(model, calls, sides, route, notes)
+        notes += _dtype_note(model)
     return AttentionTrace.from_streams(
         source.kept_tokens(),
         streams,

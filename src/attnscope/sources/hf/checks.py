@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -112,7 +113,12 @@ def position_limit(config: Any) -> int | None:
     """
     limit = getattr(config, "max_position_embeddings", None)
     # DeBERTa-v3 keeps the field but adds no absolute positions: nothing runs out.
-    if not isinstance(limit, int) or getattr(config, "position_biased_input", True) is False:
+    # XLNet answers -1: its relative positions have no limit.
+    if (
+        not isinstance(limit, int)
+        or limit <= 0
+        or getattr(config, "position_biased_input", True) is False
+    ):
         return None
     if getattr(config, "model_type", "") in _OFFSET_POSITIONS:
         limit -= int(getattr(config, "pad_token_id", 1) or 0) + 1
@@ -136,8 +142,31 @@ def check_length(length: int, limit: int | None, what: str = "text") -> None:
         )
 
 
+def _recorded_classes(model: Any) -> tuple[type, ...]:
+    """The module classes whose weights transformers returns as ``attentions``.
+
+    Composite models (a vision tower beside a language model) declare them on
+    their sub-models, so every module is asked.
+    """
+    found: list[type] = []
+    for module in model.modules():
+        for key, targets in (getattr(module, "_can_record_outputs", None) or {}).items():
+            if "attention" not in key:
+                continue
+            for target in targets if isinstance(targets, list | tuple) else [targets]:
+                cls = getattr(target, "target_class", target)  # an OutputRecorder names one
+                if isinstance(cls, type):
+                    found.append(cls)
+    return tuple(found)
+
+
 def check_has_attention(model: Any) -> None:
-    """Raise when no module of the model looks like attention.
+    """Raise when no module of the model returns attention weights.
+
+    Attention layers are found by what they do, not by their names: the
+    modules transformers records as ``attentions`` (multi-latent attention
+    classes such as LongCat-Flash's are not called *Attention), or a forward
+    that takes ``output_attentions`` (older model code).
 
     Examples
     --------
@@ -145,11 +174,16 @@ def check_has_attention(model: Any) -> None:
     >>> check_has_attention(torch.nn.Linear(2, 2))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: Linear has no attention layers ..., so there is no attention to capture.
+    attnscope.errors.AttnscopeError: Linear has no attention layers ...
     """
-    names = {type(m).__name__.lower() for m in model.modules()}
-    if not any("attention" in n or "attn" in n for n in names):
-        raise ValueError(
-            f"{type(model).__name__} has no attention layers (no module named like "
-            "*Attention*), so there is no attention to capture."
-        )
+    recorded = _recorded_classes(model)
+    if recorded and any(isinstance(m, recorded) for m in model.modules()):
+        return
+    forward = getattr(model, "forward", None)
+    if callable(forward) and "output_attentions" in inspect.signature(forward).parameters:
+        return
+    raise AttnscopeError(
+        f"{type(model).__name__} has no attention layers (none of its modules returns "
+        "attention weights: a state-space, recurrent or convolutional model, or a hybrid "
+        "configured without attention layers), so there is no attention to capture."
+    )

@@ -85,12 +85,45 @@ def _fast_function(model: Any) -> AttentionFunction | None:
 
 def _label_calls(outputs: Any, calls: Sequence[AttentionCall]) -> list[Label | None]:
     """(stream, layer) of each recorded call, found by the identity of its weights."""
-    found: dict[int, Label] = {}
-    for field, stream in FIELDS.items():
-        for layer, weights in enumerate(getattr(outputs, field, None) or ()):
-            if isinstance(weights, torch.Tensor):
-                found[weights.data_ptr()] = (stream, layer)
+    found = {
+        weights.data_ptr(): label
+        for label, weights in _returned(outputs)
+        if isinstance(weights, torch.Tensor)
+    }
     return [found.get(c.weights_ptr) if c.weights is not None else None for c in calls]
+
+
+def _returned(outputs: Any) -> list[tuple[Label, Any]]:
+    """Everything the model returned as attention, with its (stream, layer)."""
+    return [
+        ((stream, layer), weights)
+        for field, stream in FIELDS.items()
+        for layer, weights in enumerate(getattr(outputs, field, None) or ())
+        if weights is not None
+    ]
+
+
+def returned_call(weights: Any) -> AttentionCall:
+    """A weights-only call for what the model returned as one layer's attention.
+
+    Examples
+    --------
+    >>> returned_call({"local": None}).returned
+    'a dict'
+    """
+    if isinstance(weights, torch.Tensor):
+        return AttentionCall(weights=weights[0])
+    return AttentionCall(returned=f"a {type(weights).__name__}")
+
+
+def _unrecorded(outputs: Any, calls: Sequence[AttentionCall]) -> list[tuple[Label, Any]]:
+    """Attention the model returned that no recorded call produced (its own code computed it)."""
+    seen = {c.weights_ptr for c in calls if c.weights is not None}
+    return [
+        (label, w)
+        for label, w in _returned(outputs)
+        if not isinstance(w, torch.Tensor) or w.data_ptr() not in seen
+    ]
 
 
 def _run(model: Any, inputs: Mapping[str, torch.Tensor], recorder: Recorder, **extra: Any) -> Any:
@@ -138,15 +171,17 @@ def capture_generic(
     """
     original = _original_function(model)  # read before the switch below
     probe = Recorder(weights=True)
-    labels = _label_calls(
-        _run(model, _probe_inputs(inputs), probe, output_attentions=True), probe.calls
-    )
+    probed = _run(model, _probe_inputs(inputs), probe, output_attentions=True)
+    labels = _label_calls(probed, probe.calls)
     wanted = None if layers is None else set(layers)
     keep = frozenset(
         i for i, lab in enumerate(labels) if lab and (wanted is None or lab[1] in wanted)
     )
     recorder = Recorder(keep, original, fast=_fast_function(model))
-    _run(model, inputs, recorder)
+    # Layers outside AttentionInterface only hand their weights back in the outputs.
+    extra = {"output_attentions": True} if _unrecorded(probed, probe.calls) else {}
+    outputs = _run(model, inputs, recorder, **extra)
+    others = _unrecorded(outputs, recorder.calls) if extra else []
     if len(recorder.calls) != len(labels):
         raise RuntimeError(
             f"{type(model).__name__} made {len(recorder.calls)} attention calls on the "
@@ -161,4 +196,7 @@ def capture_generic(
         raise CannotRecordError(
             "its attention layers do not go through transformers' AttentionInterface"
         )
+    for (stream, layer), weights in others:
+        if layers is None or layer in layers:
+            streams.setdefault(stream, []).append((layer, returned_call(weights)))
     return streams

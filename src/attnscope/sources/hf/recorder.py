@@ -33,7 +33,8 @@ class AttentionCall:
 
     ``weights``/``query``/``key`` are None for calls that were not recorded;
     ``weights`` also for calls recorded as q/k, whose ``reference`` holds the
-    eager weights ``(heads, R, k_len)`` of query rows ``reference_rows``.
+    eager weights ``(heads, R, k_len)`` of query rows ``reference_rows``, and
+    where the model returned something other than a tensor (``returned``).
 
     Examples
     --------
@@ -52,6 +53,8 @@ class AttentionCall:
     sinks: torch.Tensor | None = None
     reference_rows: list[int] | None = None
     reference: torch.Tensor | None = None
+    returned: str = ""
+    """What the model returned instead of a weights tensor, when it did (Pegasus-X: a dict)."""
 
     @property
     def recorded(self) -> bool:

@@ -27,6 +27,12 @@ _HOOK_DICTS = (
 # the model would believe the hooks are still there.
 _HOOKS_FLAG = "_output_capturing_hooks_installed"
 _ABSENT = object()
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _settings(module: torch.nn.Module) -> dict[str, Any]:
+    """A module's plain attributes (BigBird switches ``attention_type`` on short inputs)."""
+    return {k: v for k, v in module.__dict__.items() if isinstance(v, _PLAIN)}
 
 
 def _configs(model: torch.nn.Module) -> list[Any]:
@@ -44,7 +50,7 @@ def _configs(model: torch.nn.Module) -> list[Any]:
 
 @contextmanager
 def preserved(model: torch.nn.Module) -> Iterator[None]:
-    """Restore attention implementations, hooks, modes and ``requires_grad`` on exit.
+    """Restore attention implementations, hooks, modes, sub-modules and ``requires_grad``.
 
     Parameters
     ----------
@@ -65,6 +71,10 @@ def preserved(model: torch.nn.Module) -> Iterator[None]:
     modes = [m.training for m in modules]
     hooks = [{name: list(getattr(m, name, {})) for name in _HOOK_DICTS} for m in modules]
     flags = [m.__dict__.get(_HOOKS_FLAG, _ABSENT) for m in modules]
+    # Some models rebuild their own sub-modules during a forward pass (BigBird swaps its
+    # block-sparse attention for full attention on short inputs): put the originals back.
+    children = [dict(m._modules) for m in modules]
+    settings = [_settings(m) for m in modules]
     grads = [(p, p.requires_grad) for p in model.parameters()]
     try:
         yield
@@ -73,7 +83,12 @@ def preserved(model: torch.nn.Module) -> Iterator[None]:
         # which may have held different implementations of their own.
         for config, implementation in configs:
             config.__dict__["_attn_implementation_internal"] = implementation
-        for module, mode, kept, flag in zip(modules, modes, hooks, flags, strict=True):
+        for module, mode, kept, flag, owned, plain in zip(
+            modules, modes, hooks, flags, children, settings, strict=True
+        ):
+            module._modules.clear()
+            module._modules.update(owned)
+            module.__dict__.update(plain)
             module.training = mode
             if flag is _ABSENT:
                 module.__dict__.pop(_HOOKS_FLAG, None)
@@ -86,4 +101,5 @@ def preserved(model: torch.nn.Module) -> Iterator[None]:
                 for key in [k for k in table if k not in keys]:
                     del table[key]
         for param, flag in grads:
-            param.requires_grad_(flag)
+            if param.requires_grad != flag:
+                param.requires_grad_(flag)

@@ -5,6 +5,12 @@ the terms around them, the mask as a rule (a run of visible keys per query,
 :mod:`attnscope.trace.key_spans`) where it is one, and a few rows of the
 model's own weights to check the recomputation against; never the N² weights.
 Calls with no q/k (attention-only families) keep their weights as float16.
+
+Layers are grouped by shape first (:mod:`~attnscope.sources.hf.layer_groups`).
+Within a group, layers may still differ in ``head_dim`` (Gemma 4's global
+layers are twice as wide as its sliding ones) or in key heads: q and k are
+zero-padded to the widest layer, which leaves every ``q · k`` unchanged, and
+key heads are repeated to the query heads where layers disagree.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from attnscope.errors import AttnscopeError
+from attnscope.sources.hf.layer_groups import Axis, Calls, group_layers
 from attnscope.sources.hf.recorder import AttentionCall, reference_rows
 from attnscope.trace import AttentionStream, BoolArray, FloatArray, Side
 from attnscope.trace.key_spans import spans_from_blocked
@@ -53,21 +61,68 @@ def _stack_terms(
     return torch.stack(full)
 
 
-def _check_rows(attention: Any, mask: BoolArray | None, sinks: bool, name: str) -> None:
-    """Rows of ``attention`` (..., q, k) must sum to 1 (at most 1 with sinks)."""
+class NotSoftmaxError(AttnscopeError):
+    """A stream's rows are not distributions over its keys (part of a larger softmax ...).
+
+    Examples
+    --------
+    >>> issubclass(NotSoftmaxError, ValueError)
+    True
+    """
+
+
+def tolerance(dtype: torch.dtype) -> float:
+    """Largest recompute error taken as exact: float32 rounding, or half precision's.
+
+    Examples
+    --------
+    >>> tolerance(torch.float32), tolerance(torch.bfloat16)
+    (0.0001, 0.02)
+    """
+    return 1e-4 if dtype in (torch.float32, torch.float64) else 2e-2
+
+
+def _check_rows(
+    attention: Any,
+    mask: BoolArray | None,
+    sinks: bool,
+    name: str,
+    dtype: torch.dtype = torch.float32,
+) -> None:
+    """Rows of ``attention`` (..., q, k) must sum to 1 (at most 1 with sinks).
+
+    A half-precision model rounds each weight, so its rows sum to 1 only
+    within a few of its epsilons; a query that sees no key has an all-zero row.
+    """
+    slack = max(1e-3, 4 * torch.finfo(dtype).eps)
     sums = np.asarray(attention, dtype=np.float32).sum(-1)
-    bad = sums > 1 + 1e-3 if sinks else np.abs(sums - 1) > 1e-3
-    if mask is not None:  # a query that sees no key at all has no distribution
+    bad = sums > 1 + slack if sinks else np.abs(sums - 1) > slack
+    bad &= sums > slack
+    if mask is not None:
         bad &= ~np.broadcast_to(mask.all(-1), bad.shape)
-    else:
-        bad &= sums != 0
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise RuntimeError(
-            f"{name}: captured attention row (layer, head, query) = {where} sums to "
-            f"{float(sums[where]):.4g}, not 1; the model's attention is not a softmax over "
-            "keys, so attnscope cannot show it faithfully."
+        raise NotSoftmaxError(
+            f"its attention row (layer, head, query) = {where} sums to "
+            f"{float(sums[where]):.4g}, not 1: the weights the model returns are not a softmax "
+            "over these keys, so attnscope cannot show them faithfully."
         )
+
+
+def _vectors(
+    records: Sequence[AttentionCall], rows: list[int] | None, cols: list[int] | None
+) -> tuple[FloatArray, FloatArray]:
+    """Stacked q and k, zero-padded to the widest head_dim, key heads made alike."""
+    queries = [_pick_rows(c.query, rows).float() for c in records]
+    keys = [_pick_rows(c.key, cols).float() for c in records]
+    width = max(int(q.shape[-1]) for q in queries)
+    if len({int(k.shape[0]) for k in keys}) > 1:  # key heads differ: one per query head
+        heads = int(queries[0].shape[0])
+        keys = [k.repeat_interleave(heads // k.shape[0], dim=0) for k in keys]
+    pad = torch.nn.functional.pad
+    queries = [pad(q, (0, width - q.shape[-1])) for q in queries]
+    keys = [pad(k, (0, width - k.shape[-1])) for k in keys]
+    return _numpy(torch.stack(queries)), _numpy(torch.stack(keys))
 
 
 def _spans(
@@ -129,8 +184,10 @@ def build_stream(
     cols: list[int] | None = None,
     query_side: Side = "source",
     key_side: Side = "source",
+    dtype: torch.dtype = torch.float32,
+    sinks: bool = True,
 ) -> AttentionStream:
-    """One :class:`AttentionStream` from ``(model layer, call)`` pairs.
+    """One :class:`AttentionStream` from ``(model layer, call)`` pairs of one shape.
 
     Parameters
     ----------
@@ -142,6 +199,10 @@ def build_stream(
         Query and key positions to keep (None keeps all): padding is dropped.
     query_side, key_side
         Which tokens label rows and columns.
+    dtype
+        The dtype the model computed in (sets how far rows may be from summing to 1).
+    sinks
+        Keep the sink logits the calls recorded (False: leave them out).
 
     Examples
     --------
@@ -154,12 +215,11 @@ def build_stream(
     calls = sorted(calls, key=lambda item: item[0])
     records = [c for _, c in calls]
     layers = tuple(layer for layer, _ in calls)
-    has_sinks = any(c.sinks is not None for c in records)
+    has_sinks = sinks and any(c.sinks is not None for c in records)
     if not all(c.query is not None and c.key is not None for c in records):
         sides = (query_side, key_side)
-        return _weights_stream(name, records, layers, (rows, cols), sides)
-    queries = _numpy(torch.stack([_pick_rows(c.query, rows) for c in records]))
-    keys = _numpy(torch.stack([_pick_rows(c.key, cols) for c in records]))
+        return _weights_stream(name, records, layers, (rows, cols), sides, dtype=dtype)
+    queries, keys = _vectors(records, rows, cols)
     heads, q_len = queries.shape[1:3]
     k_len = keys.shape[2]
     masks = [c.mask for c in records]
@@ -178,16 +238,16 @@ def build_stream(
         k_len,
         0.0,
     )
-    softcap = sinks = None
+    softcap = logits = None
     if any(c.softcap for c in records):
         softcap = np.array([c.softcap for c in records], dtype=np.float32)
     if has_sinks:
-        sinks = _numpy(
+        logits = _numpy(
             torch.stack([torch.zeros(heads) if c.sinks is None else c.sinks for c in records])
         )
     reference = _reference(records, rows, cols)
     if reference is not None:
-        _check_rows(reference[0], None, has_sinks, name)
+        _check_rows(reference[0], None, has_sinks, name, dtype)
     return AttentionStream(
         query_side=query_side,
         key_side=key_side,
@@ -199,7 +259,7 @@ def build_stream(
         mask=mask,
         key_spans=key_spans,
         softcap=softcap,
-        sinks=sinks,
+        sinks=logits,
         reference=None if reference is None else reference[0],
         reference_rows=None if reference is None else reference[1],
         name=name,
@@ -212,21 +272,30 @@ def _weights_stream(
     layers: tuple[int, ...],
     trim: tuple[list[int] | None, list[int] | None],
     sides: tuple[Side, Side],
+    *,
+    dtype: torch.dtype,
 ) -> AttentionStream:
-    """A stream of the weights themselves, as float16 (attention-only families)."""
+    """A stream of the weights themselves, as float16 (attention-only families).
+
+    A mask is kept where the calls carry one (the keys outside a Longformer window).
+    """
     rows, cols = trim
     weights = []
     for call in records:
         if call.weights is None:
             raise RuntimeError(f"{name}: a captured layer recorded no attention weights.")
         layer = _pick(call.weights, rows, cols).to(torch.float32)
-        _check_rows(layer.cpu().numpy(), None, False, name)
+        _check_rows(layer.cpu().numpy(), None, False, name, dtype)
         weights.append(layer.to(torch.float16))
+    heads, q_len, k_len = weights[0].shape
+    masks = [None if c.mask is None else _pick(c.mask, rows, cols) for c in records]
+    mask = _stack_terms(masks, heads, q_len, k_len, False)
     return AttentionStream(
         torch.stack(weights).cpu().numpy(),
         query_side=sides[0],
         key_side=sides[1],
         layers=layers,
+        mask=None if mask is None else mask.numpy(),
         name=name,
     )
 
@@ -235,3 +304,90 @@ def _pick_rows(tensor: torch.Tensor | None, positions: list[int] | None) -> torc
     """Keep the non-padding positions of a (heads, positions, head_dim) tensor."""
     assert tensor is not None  # build_stream checked every call has q and k
     return tensor if positions is None else tensor[:, positions]
+
+
+def _width_note(name: str, calls: Calls) -> str | None:
+    """Say which layers' q and k were zero-padded, when head_dim differs between layers."""
+    dims = {layer: int(c.query.shape[-1]) for layer, c in calls if c.query is not None}
+    if len(set(dims.values())) < 2:
+        return None
+    widest = max(dims.values())
+    narrow = sorted({d for d in dims.values() if d != widest})
+    which = [str(layer) for layer, d in sorted(dims.items()) if d == widest]
+    verb = f"layer {which[0]} has" if len(which) == 1 else f"layers {', '.join(which)} have"
+    return (
+        f"{name}: {verb} head_dim {widest}, the others {' or '.join(map(str, narrow))}; "
+        f"their q and k are zero-padded to {widest} in the trace (every q·k is unchanged)."
+    )
+
+
+def _checked(stream: AttentionStream, limit: float, again: Any) -> tuple[AttentionStream, str]:
+    """``stream``, or the one ``again()`` builds without sink logits if only that one fits.
+
+    GraniteSWA's sinks scale each head's output after softmax: the weights it
+    returns are a plain softmax, which the sink logits would not reproduce.
+    """
+    error = stream.check_error()
+    if stream.sinks is None or error is None or error <= limit:
+        return stream, ""
+    plain: AttentionStream = again()
+    fixed = plain.check_error()
+    if fixed is None or fixed > limit:
+        return stream, ""
+    return plain, (
+        f"{stream.name}: the model's attention sinks scale each head's output after softmax "
+        "rather than joining it as a logit; the weights shown are the softmax before that "
+        "scaling, as the model returns them."
+    )
+
+
+def build_streams(
+    name: str,
+    calls: Calls,
+    *,
+    rows: Axis,
+    cols: Axis,
+    query_side: Side = "source",
+    key_side: Side = "source",
+    dtype: torch.dtype = torch.float32,
+) -> tuple[list[AttentionStream], list[str]]:
+    """Streams for one kind of attention: one per layer shape, with notes on what is left out.
+
+    Parameters are those of :func:`build_stream`, with ``rows`` and ``cols``
+    saying how many positions the model saw; ``calls`` may mix shapes.
+
+    Examples
+    --------
+    >>> calls = [(0, AttentionCall(weights=torch.full((1, 2, 2), 0.5))),
+    ...          (1, AttentionCall(weights=torch.full((2, 2, 2), 0.5)))]
+    >>> streams, notes = build_streams("self", calls, rows=Axis(2), cols=Axis(2))
+    >>> [(s.name, s.num_heads) for s in streams]
+    [('self', 1), ('self-2heads', 2)]
+    """
+    groups, notes = group_layers(name, calls, rows, cols)
+    streams: list[AttentionStream] = []
+    keep_rows = None if rows.keep is None else list(rows.keep)
+    keep_cols = None if cols.keep is None else list(cols.keep)
+    for group in groups:
+
+        def build(group: Any = group, sinks: bool = True) -> AttentionStream:
+            return build_stream(
+                group.name,
+                group.calls,
+                rows=keep_rows,
+                cols=keep_cols,
+                query_side=query_side,
+                key_side=key_side,
+                dtype=dtype,
+                sinks=sinks,
+            )
+
+        try:
+            stream = build()
+        except NotSoftmaxError as err:  # this stream only: the others may still be shown
+            notes.append(f"{group.name} not shown: {err}")
+            continue
+        stream, said = _checked(stream, tolerance(dtype), lambda build=build: build(sinks=False))
+        streams.append(stream)
+        notes += [n for n in (_width_note(group.name, group.calls), said) if n]
+    return streams, notes
