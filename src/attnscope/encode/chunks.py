@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from attnscope.encode.arrays import (
@@ -45,7 +45,7 @@ class ChunkKey:
     stream: str
     layer: int | None = None
     head: int | None = None
-    first_row: int | None = None
+    first_row: int | None = field(default=None, repr=False)  # keeps the repr of other keys
     """Thumbnails only: the first query row they cover (the prompt's length, for generated rows)."""
 
     @property
@@ -67,7 +67,7 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
     >>> from attnscope import AttentionTrace
     >>> t = AttentionTrace(["a", "b"], np.full((2, 3, 2, 2), 0.5, np.float32))
     >>> parse_key("top:self:1", t)
-    ChunkKey(kind='top', stream='self', layer=1, head=None, first_row=None)
+    ChunkKey(kind='top', stream='self', layer=1, head=None)
     >>> parse_key("top:self:7", t)
     Traceback (most recent call last):
     ...
