@@ -207,7 +207,7 @@ def stream_thumbnails(
     --------
     >>> import numpy as np
     >>> from attnscope import AttentionStream
-    >>> att = np.zeros((1, 1, 4, 4), np.float32); att[0, 0, 3, 0] = 0.5
+    >>> att = np.zeros((1, 1, 4, 4), np.float32); att[0, 0, 3, :2] = 0.5
     >>> stream_thumbnails(AttentionStream(att), 2, 2)[0, 0]
     array([[  0,   0],
            [255,   0]], dtype=uint8)
