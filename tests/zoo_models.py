@@ -98,8 +98,16 @@ _HEADS = (
 )
 _KV_HEADS = ("num_key_value_heads", "num_kv_heads", "multi_query_group_num")
 
-# Hand-tuned overrides, applied after the generic shrinking (type -> fields).
-OVERRIDES: dict[str, dict[str, Any]] = {}
+# Hand-tuned overrides, applied after the generic shrinking (type -> fields; a dict for a
+# sub-config is merged into it). EmbeddingGemma 2's global layers default to head_dim 512,
+# where q and k normalised to unit RMS with scaling 1.0 give logits whose float32 rounding
+# alone moves eager's weights by 1.4e-5 from exact arithmetic: 256 keeps the layers
+# different in width and the model's own rounding under the tier's 1e-5.
+_GLOBAL_256 = {"per_layer_config": {1: {"head_dim": 256}}}
+OVERRIDES: dict[str, dict[str, Any]] = {
+    "embedding_gemma2_text": _GLOBAL_256,
+    "embedding_gemma2": {"text_config": _GLOBAL_256},
+}
 
 
 @dataclass
@@ -247,7 +255,10 @@ def build(model_type: str, **changes: Any) -> Built:
     config_cls = CONFIG_MAPPING[model_type]
     try:
         default = config_cls()
-        fields = {**shrink(default), **OVERRIDES.get(model_type, {}), **changes}
+        fields = shrink(default)
+        for key, value in {**OVERRIDES.get(model_type, {}), **changes}.items():
+            nested = isinstance(value, dict) and isinstance(fields.get(key), dict)
+            fields[key] = {**fields[key], **value} if nested else value
         config = config_cls(**fields)
     except Exception as err:
         raise NotBuiltError(f"tiny config fails: {type(err).__name__}: {str(err)[:200]}") from None

@@ -79,7 +79,8 @@ def _inputs(built: Any, tokenizer: Any) -> tuple[Any, dict[str, Any], dict[str, 
         channels = int(getattr(model.config, "num_channels", 3))
         size = getattr(model.config, "image_size", None) or IMAGE
         height, width = (size, size) if isinstance(size, int) else size
-        pixels = torch.randn(channels, height or IMAGE, width or IMAGE)
+        generator = torch.Generator().manual_seed(0)
+        pixels = torch.randn(channels, height or IMAGE, width or IMAGE, generator=generator)
         return pixels, {}, {"pixel_values": pixels[None]}
     options: dict[str, Any] = {"tokenizer": tokenizer}
     inputs = {k: v for k, v in tokenizer(TEXT, return_tensors="pt").items() if k in accepted}

@@ -109,11 +109,14 @@ def returned_call(weights: Any) -> AttentionCall:
     Examples
     --------
     >>> returned_call({"local": None}).returned
-    'a dict'
+    'the model returns its attention as a dict, not one weights tensor'
     """
     if isinstance(weights, torch.Tensor):
         return AttentionCall(weights=weights[0])
-    return AttentionCall(returned=f"a {type(weights).__name__}")
+    kind = type(weights).__name__
+    return AttentionCall(
+        returned=f"the model returns its attention as a {kind}, not one weights tensor"
+    )
 
 
 def _unrecorded(outputs: Any, calls: Sequence[AttentionCall]) -> list[tuple[Label, Any]]:
@@ -199,4 +202,14 @@ def capture_generic(
     for (stream, layer), weights in others:
         if layers is None or layer in layers:
             streams.setdefault(stream, []).append((layer, returned_call(weights)))
+    # Weights the probe saw that the recorded run had none for (T5Gemma 2 slices its cross
+    # attention out of one softmax shared with self-attention): named, not dropped.
+    lost = AttentionCall(
+        returned="the model returned these weights in a short probe run but none in the "
+        "recorded run, so they cannot be shown"
+    )
+    missing = {label for label, _ in _returned(probed) if label[0] not in streams}
+    for stream, layer in sorted(missing):
+        if layers is None or layer in layers:
+            streams.setdefault(stream, []).append((layer, lost))
     return streams

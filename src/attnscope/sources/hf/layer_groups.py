@@ -91,10 +91,7 @@ def group_layers(name: str, calls: Calls, rows: Axis, cols: Axis) -> tuple[list[
     for (returned, shape), members in shapes.items():
         layers = [layer for layer, _ in members]
         if returned:
-            notes.append(
-                f"{name}: {_listing(layers)} not shown: the model returns its attention as "
-                f"{returned}, not one weights tensor."
-            )
+            notes.append(f"{name}: {_listing(layers)} not shown: {returned}.")
             continue
         if len(shape) != 3:
             notes.append(
@@ -111,7 +108,8 @@ def group_layers(name: str, calls: Calls, rows: Axis, cols: Axis) -> tuple[list[
         if odd:
             notes.append(
                 f"{name}: {_listing(layers)} not shown: {' and '.join(odd)} (the model pools "
-                "or compresses the sequence there), so they cannot be labelled with tokens."
+                "or compresses the sequence there, or joins keys from another input), so they "
+                "cannot be labelled with tokens."
             )
             continue
         if base_heads is None:

@@ -54,7 +54,7 @@ class AttentionCall:
     reference_rows: list[int] | None = None
     reference: torch.Tensor | None = None
     returned: str = ""
-    """What the model returned instead of a weights tensor, when it did (Pegasus-X: a dict)."""
+    """Why the model gave no weights tensor for this layer, when it did not (Pegasus-X: a dict)."""
 
     @property
     def recorded(self) -> bool:
