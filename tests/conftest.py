@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from zoo_keys import ZOO, ZOO_SECONDS
+
 
 @pytest.fixture(scope="session")
 def minilm_path() -> Path:
@@ -30,11 +32,6 @@ def minilm(minilm_path: Path) -> tuple[Any, Any]:
     model = AutoModel.from_pretrained(minilm_path).eval()
     tokenizer = AutoTokenizer.from_pretrained(minilm_path)
     return model, tokenizer
-
-
-ZOO = pytest.StashKey[dict[str, dict[str, Any]]]()
-"""Results of tests/test_capture_zoo.py, by model type, for the summary below."""
-ZOO_SECONDS = pytest.StashKey[float]()
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ZOO, ZOO_SECONDS
+from zoo_keys import ZOO, ZOO_SECONDS
 from zoo_models import model_types
 from zoo_readme import README, render, section
 from zoo_run import run_pool
