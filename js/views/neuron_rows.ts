@@ -60,7 +60,8 @@ export function neuronRows(chunk: Chunk, query: number, recorded?: Chunk | null)
   const biasA = chunk.arrays.bias, maskA = chunk.arrays.mask;
   const scaling = scalar(chunk, "scaling") ?? 1;
   const softcap = scalar(chunk, "softcap");
-  const sink = scalar(chunk, "sink");
+  const rawSink = scalar(chunk, "sink");
+  const sink = rawSink != null && Number.isFinite(rawSink) ? rawSink : null; // -inf: this layer has none
   const qk = new Float64Array(K), score = new Float64Array(K), weight = new Float64Array(K);
   const masked = new Uint8Array(K);
   const bias = biasA ? new Float64Array(K) : null;

@@ -103,7 +103,8 @@ class AttentionStream:
         float32 ``(layers,)``: ``tanh(s / c) * c`` applied to the scores (0 = none).
     sinks
         float32 ``(layers, heads)``: a learned logit joined to every row
-        before softmax and dropped after (attention sinks).
+        before softmax and dropped after (attention sinks); ``-inf`` for a
+        layer or head that has none.
     name
         ``"self"``, ``"encoder"``, ``"decoder"`` or ``"cross"``.
     key_spans
@@ -203,7 +204,9 @@ class AttentionStream:
             self.softcap = cap
         self.sinks: FloatArray | None = None
         if sinks is not None:
-            self.sinks = as_float32(sinks, "sinks")
+            self.sinks = as_float32(sinks, "sinks", allow_inf=True)
+            if np.isposinf(self.sinks).any():
+                raise ValueError(f"{name}: sinks holds +inf; use -inf for a head with no sink.")
             if self.sinks.shape != (num_layers, num_heads):
                 raise ValueError(
                     f"{name}: sinks has shape {self.sinks.shape}; expected "

@@ -243,7 +243,12 @@ def build_stream(
         softcap = np.array([c.softcap for c in records], dtype=np.float32)
     if has_sinks:
         logits = _numpy(
-            torch.stack([torch.zeros(heads) if c.sinks is None else c.sinks for c in records])
+            torch.stack(
+                [
+                    torch.full((heads,), -torch.inf) if c.sinks is None else c.sinks.float()
+                    for c in records
+                ]
+            )
         )
     reference = _reference(records, rows, cols)
     if reference is not None:
@@ -330,7 +335,10 @@ def _checked(stream: AttentionStream, limit: float, again: Any) -> tuple[Attenti
     error = stream.check_error()
     if stream.sinks is None or error is None or error <= limit:
         return stream, ""
-    plain: AttentionStream = again()
+    try:
+        plain: AttentionStream = again()
+    except NotSoftmaxError:  # without the sinks the rows do not sum to 1: keep them
+        return stream, ""
     fixed = plain.check_error()
     if fixed is None or fixed > limit:
         return stream, ""
