@@ -125,6 +125,7 @@ def test_file_missing_the_attention_array(tmp_path: Path, no_pickle: list[str]) 
         "is incomplete: stream 'self' has no attention array ('self/attention' is missing)"
         in message
     )
+    assert "and no queries and keys to compute it from" in message
 
 
 class Flag:

@@ -2,6 +2,7 @@
 // through the generated tokens; the query moves to each in turn (js/generation.ts
 // links the step and the query), over the keys it could see.
 import { clampStep, queryOfStep, type Generation } from "../generation";
+import { labelElement } from "../label_text";
 import type { Side } from "../tokens";
 import type { AppState, Store } from "../types";
 import { h, type Listeners } from "./common";
@@ -17,12 +18,15 @@ export interface StepControl {
   stop: () => void;
 }
 
+/** A label in quotes, escaped as a JSON string and isolated in a <bdi>. */
+const quoted = (label: string): (string | Node)[] => ['"', labelElement(JSON.stringify(label).slice(1, -1)), '"'];
+
 /** What the caption says at `step`: the token, and the one the model wrote after it. */
-export function stepCaption(g: Generation, step: number | null, side: Side): string {
-  if (step == null) return `${g.count} generated`;
+export function stepCaption(g: Generation, step: number | null, side: Side): (string | Node)[] {
+  if (step == null) return [`${g.count} generated`];
   const at = queryOfStep(g, step);
-  const next = step + 1 < g.count ? ` → ${JSON.stringify(side.labels[at + 1] ?? "")}` : " (last)";
-  return `step ${step + 1}/${g.count}: ${JSON.stringify(side.labels[at] ?? "")}${next}`;
+  const next = step + 1 < g.count ? [" → ", ...quoted(side.labels[at + 1] ?? "")] : [" (last)"];
+  return [`step ${step + 1}/${g.count}: `, ...quoted(side.labels[at] ?? ""), ...next];
 }
 
 export function stepControl(L: Listeners, store: Store<AppState>, g: Generation, side: () => Side): StepControl {
@@ -81,7 +85,7 @@ export function stepControl(L: Listeners, store: Store<AppState>, g: Generation,
     next.disabled = s === g.count - 1;
     all.disabled = s == null;
     slider.value = String(s ?? 0);
-    caption.textContent = stepCaption(g, s, side());
+    caption.replaceChildren(...stepCaption(g, s, side()));
   }
   sync();
   return { el, sync, stop };
