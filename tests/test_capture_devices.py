@@ -54,7 +54,8 @@ def test_token_ids_beyond_the_vocabulary_are_refused_before_running() -> None:
     tokenizer = bpe_tokenizer()
     model = tiny_model("gpt2", 50)
     calls = forward_calls(model)
-    with pytest.raises(AttnscopeError, match=r"id \d+, but GPT2Model has embeddings for ids 0\.\.49 only.*tokenizer="):
+    refused = r"id \d+, but GPT2Model has embeddings for ids 0\.\.49 only.*tokenizer="
+    with pytest.raises(AttnscopeError, match=refused):
         attnscope.capture(model, TEXT, tokenizer=tokenizer)
     assert calls == []
 
