@@ -6,6 +6,7 @@ Tokens, streams and their shapes, what the neuron view can show, notes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -121,12 +122,10 @@ def build_meta(
     ['�']
     """
     streams = {name: _stream_meta(name, s) for name, s in trace.streams.items()}
-    first = trace.stream
-    model = trace.metadata.get("model_type") or trace.metadata.get("source") or "attention"
     meta: dict[str, Any] = mend_strings(
         {
             "protocol": PROTOCOL_VERSION,
-            "title": f"{model} · {first.num_layers} layers × {first.num_heads} heads",
+            "title": title(trace),
             "sides": {
                 "source": trace.source.to_json(),
                 "target": None if trace.target is None else trace.target.to_json(),
@@ -156,6 +155,53 @@ def mend_strings(value: Any) -> Any:
     if isinstance(value, list):
         return [mend_strings(v) for v in value]
     return value
+
+
+SOURCE_WORDS = {
+    "tensors": "attention tensors passed in",
+    "attnscope.MultiHeadAttention": "your MultiHeadAttention",
+}
+"""How a title names a trace that did not come from a named model, by ``metadata["source"]``."""
+
+
+def title(trace: AttentionTrace) -> str:
+    """The widget's title: the model's name (or where the attention came from) and its size.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> title(AttentionTrace.from_tensors(np.ones((1, 2, 1, 1), np.float32), ["a"]))
+    'attention tensors passed in · 1 layer × 2 heads'
+    >>> t = AttentionTrace(["a"], np.ones((3, 1, 1, 1), np.float32),
+    ...                    metadata={"display_name": "all-MiniLM-L6-v2", "model_type": "bert"})
+    >>> title(t)
+    'all-MiniLM-L6-v2 · 3 layers × 1 head'
+    """
+    first = trace.stream
+    size = f"{count(first.num_layers, 'layer')} × {count(first.num_heads, 'head')}"
+    return f"{_source_name(trace.metadata)} · {size}"
+
+
+def count(number: int, noun: str) -> str:
+    """``"1 layer"``, ``"6 layers"``.
+
+    Examples
+    --------
+    >>> count(1, "head"), count(12, "head")
+    ('1 head', '12 heads')
+    """
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _source_name(metadata: Mapping[str, Any]) -> str:
+    for key in ("display_name", "model_name", "model_type"):
+        # model_name is name_or_path in traces saved before display_name existed.
+        value = str(metadata.get(key) or "").rstrip("/")
+        if value:
+            return value.rsplit("/", 1)[-1]
+    source = str(metadata.get("source") or "")
+    return SOURCE_WORDS.get(source, source or "attention")
 
 
 def _stream_meta(name: str, stream: AttentionStream) -> dict[str, Any]:
