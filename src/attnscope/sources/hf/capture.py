@@ -42,8 +42,8 @@ from attnscope.sources.hf.generate import (
 from attnscope.sources.hf.generic import capture_generic
 from attnscope.sources.hf.layer_groups import Axis
 from attnscope.sources.hf.loading import load_model, load_tokenizer
-from attnscope.sources.hf.preflight import check_weights_loaded, preflight
 from attnscope.sources.hf.model_name import model_display_name
+from attnscope.sources.hf.preflight import check_weights_loaded, preflight
 from attnscope.sources.hf.recorder import AttentionCall, CannotRecordError
 from attnscope.sources.hf.restore import preserved
 from attnscope.sources.hf.seq2seq import encode_target
