@@ -7,6 +7,7 @@ must not show it again), whatever follows the call in the cell.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -47,47 +48,54 @@ CASES = [
 ]
 
 
-def run_notebook(cells: list[str], folder: Path) -> list[Any]:
-    """Run ``cells`` in a fresh kernel; return the executed code cells."""
+OURS = """
+import json, ipywidgets.widgets.widget as registry, attnscope
+ours = [i for i, w in registry._instances.items() if isinstance(w, attnscope.AttentionWidget)]
+print(json.dumps(ours))
+"""
+
+
+def run_notebook(cells: list[str], folder: Path) -> tuple[list[Any], set[str]]:
+    """Run ``cells`` in a fresh kernel; return the executed cells and our widgets' ids.
+
+    The ids tell attnscope's widgets from others (transformers' progress bars).
+    """
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    return execute(notebook, folder)
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in [*cells, OURS.strip()]]
+    *executed, last = execute(notebook, folder)
+    return executed, set(json.loads(last.outputs[0]["text"]))
 
 
-def is_attnscope(output: Any) -> bool:
-    # transformers' own "Loading weights" bar is a widget too: tell ours by its text.
-    return str(output.get("data", {}).get("text/plain", "")).startswith("<AttentionWidget")
+def widget_id(output: Any) -> str | None:
+    view = output.get("data", {}).get(WIDGET_MIME)
+    return None if view is None else str(view["model_id"])
 
 
-def widgets_in(cell: Any) -> list[str]:
+def widgets_in(cell: Any, ours: set[str]) -> list[str]:
     """Model ids of the attnscope widgets a cell's outputs show."""
-    return [
-        o.data[WIDGET_MIME]["model_id"]
-        for o in cell.outputs
-        if WIDGET_MIME in o.get("data", {}) and is_attnscope(o)
-    ]
+    return [i for i in map(widget_id, cell.outputs) if i in ours]
 
 
 def all_widgets(cell: Any) -> int:
     """Widget outputs of any kind (progress bars included)."""
-    return sum(WIDGET_MIME in o.get("data", {}) for o in cell.outputs)
+    return sum(widget_id(o) is not None for o in cell.outputs)
 
 
-def rich_outputs(cell: Any) -> int:
-    """attnscope outputs that display something (widgets, or a stray text repr)."""
+def rich_outputs(cell: Any, ours: set[str]) -> int:
+    """Displayed outputs, other widgets (progress bars) left out: ours, or a stray repr."""
     return sum(
-        o.output_type in {"display_data", "execute_result"} and is_attnscope(o)
+        o.output_type in {"display_data", "execute_result"} and widget_id(o) in {None, *ours}
         for o in cell.outputs
     )
 
 
 def test_each_call_shows_one_widget_where_it_is_called(tmp_path: Path) -> None:
-    cells = run_notebook([SETUP.strip(), *(source for source, _ in CASES)], tmp_path)
-    shown = [widgets_in(cell) for cell in cells[1:]]
+    cells, ours = run_notebook([SETUP.strip(), *(source for source, _ in CASES)], tmp_path)
+    shown = [widgets_in(cell, ours) for cell in cells[1:]]
     expected = [count for _, count in CASES]
     assert [len(ids) for ids in shown] == expected, list(zip(CASES, shown, strict=True))
     # Nothing else was displayed: no text repr beside or instead of a widget.
-    assert [rich_outputs(cell) for cell in cells[1:]] == expected
+    assert [rich_outputs(cell, ours) for cell in cells[1:]] == expected
     assert [all_widgets(cell) for cell in cells[1:]] == expected
     loop = shown[4]
     assert len(set(loop)) == 2, "each call in the loop is its own widget"
@@ -97,10 +105,10 @@ def test_each_call_shows_one_widget_where_it_is_called(tmp_path: Path) -> None:
 
 
 def test_a_bertviz_notebook_runs_unchanged_after_swapping_the_import(tmp_path: Path) -> None:
-    cells = run_notebook(attnscope_cells(), tmp_path)
+    cells, ours = run_notebook(attnscope_cells(), tmp_path)
     assert BERTVIZ_IMPORT not in cells[0].source
-    assert [len(widgets_in(cell)) for cell in cells] == WIDGETS_PER_CELL
-    assert [rich_outputs(cell) for cell in cells] == WIDGETS_PER_CELL
+    assert [len(widgets_in(cell, ours)) for cell in cells] == WIDGETS_PER_CELL
+    assert [rich_outputs(cell, ours) for cell in cells] == WIDGETS_PER_CELL
     printed = "".join(o.get("text", "") for o in cells[1].outputs if o.output_type == "stream")
     assert printed.strip() == "layers: 6"  # the line after head_view ran
 
