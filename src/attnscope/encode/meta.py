@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from attnscope.trace import AttentionStream, AttentionTrace
-from attnscope.trace.labels import mend_surrogates
+from attnscope.trace import AttentionStream, AttentionTrace, Tokens
+from attnscope.trace.labels import continues_word, mend_surrogates
 
 PROTOCOL_VERSION = 1
 THUMB_SIZE = 64
@@ -127,8 +127,8 @@ def build_meta(
             "protocol": PROTOCOL_VERSION,
             "title": title(trace),
             "sides": {
-                "source": trace.source.to_json(),
-                "target": None if trace.target is None else trace.target.to_json(),
+                "source": side_json(trace.source),
+                "target": None if trace.target is None else side_json(trace.target),
             },
             "streams": streams,
             "neuron_unavailable": _neuron_unavailable(trace),
@@ -155,6 +155,18 @@ def mend_strings(value: Any) -> Any:
     if isinstance(value, list):
         return [mend_strings(v) for v in value]
     return value
+
+
+def side_json(tokens: Tokens) -> dict[str, Any]:
+    """One side's tokens for the views, with which pieces continue a word (``continues``).
+
+    Examples
+    --------
+    >>> from attnscope import Tokens
+    >>> side_json(Tokens.from_strings(["[CLS]", "un", "##bel", "[SEP]"]))["continues"]
+    [False, False, True, False]
+    """
+    return {**tokens.to_json(), "continues": continues_word(tokens.raw, tokens.kinds)}
 
 
 SOURCE_WORDS = {
