@@ -138,6 +138,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     // A focused row whose every weight is under 1/255 draws nothing: say so, and offer the row scale.
     faint.show(scale === "weight" && rm > 0 && rm * 255 < 1 ? `All weights of “${sideQ.labels[f] ?? f}” are below 1/255 (the largest is ${fmt(rm)}): too faint to draw at this scale.` : null);
     view.dataset.lines = String(lines.n);
+    view.dataset.width = String(g.width);
     view.dataset.scale = scale;
     view.dataset.offscreen = `${edges.above},${edges.below}`;
     view.dataset.drawMs = (performance.now() - t0).toFixed(1);

@@ -38,7 +38,10 @@ export interface PreviewScene {
   firstQuery?: number;
 }
 
-/** Draw the preview onto `canvas`: axes titles, token labels, then the heatmap. */
+/**
+ * Draw the preview onto `canvas`: the heatmap, the axes' titles and the token
+ * labels; the canvas's parent says how many labels each axis shows (`data-*-labels`).
+ */
 export function drawPreview(canvas: HTMLCanvasElement, s: PreviewScene): void {
   const dpr = window.devicePixelRatio || 1;
   const W = AXIS_LEFT + MAP + 4, H = AXIS_TOP + MAP + 4;
@@ -54,10 +57,17 @@ export function drawPreview(canvas: HTMLCanvasElement, s: PreviewScene): void {
   c.fillStyle = fg;
   c.textBaseline = "middle";
   c.textAlign = "right";
-  for (const i of axisTicks(nQ, MAP)) c.fillText(short(s.sideQ.labels[q0 + i] ?? ""), AXIS_LEFT - 4, AXIS_TOP + ((i + 0.5) * MAP) / nQ);
+  const ticksQ = axisTicks(nQ, MAP), ticksK = axisTicks(nK, MAP);
+  const box = canvas.parentElement;
+  if (box) {
+    box.dataset.queryLabels = String(ticksQ.length);
+    box.dataset.keyLabels = String(ticksK.length);
+    box.dataset.axes = "queries ↓ keys →";
+  }
+  for (const i of ticksQ) c.fillText(short(s.sideQ.labels[q0 + i] ?? ""), AXIS_LEFT - 4, AXIS_TOP + ((i + 0.5) * MAP) / nQ);
   c.save();
   c.textAlign = "left";
-  for (const j of axisTicks(nK, MAP)) {
+  for (const j of ticksK) {
     c.setTransform(dpr, 0, 0, dpr, 0, 0);
     c.translate(AXIS_LEFT + ((j + 0.5) * MAP) / nK, AXIS_TOP - 4);
     c.rotate(-Math.PI / 2);

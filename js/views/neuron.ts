@@ -149,6 +149,8 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
       [`query “`, labelElement(sideQ.labels[queryIdx()] ?? ""), `” (#${queryIdx()})`],
       `score = q·k × ${fmt(r.scaling)}${r.bias ? " + bias" : ""}${r.softcap ? `, softcap ${fmt(r.softcap)}·tanh(·/${fmt(r.softcap)})` : ""}`,
       `weight = softmax(score)${r.sink != null ? ` with sink ${fmt(r.sink)}` : ""}`,
+      // What a full bar means, written out.
+      `bars: weight ÷ row max (row max = ${fmt(r.maxWeight)})`,
       // Honest about the explanation: how far softmax(score) is from the weights the model returned.
       Number.isNaN(r.recomputeError) ? "checking against the recorded weights…"
         : r.recomputeError <= r.recordedTolerance ? "matches the model's own weights"
@@ -163,8 +165,6 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     (headCells[1] as HTMLElement).style.width = sw;
     (headCells[2] as HTMLElement).style.width = sw;
     (headCells[4] as HTMLElement).hidden = !r.bias;
-    // The bar's full length, written out: the row's largest weight.
-    (headCells[6] as HTMLElement).textContent = `weight (full bar = ${fmt(r.maxWeight)})`;
     syncHeadPicker(headSel, stream().num_heads, st().head);
     queryIn.max = String(stream().q_len - 1);
     if ((queryIn.getRootNode() as Document | ShadowRoot).activeElement !== queryIn) queryIn.value = String(queryIdx());
