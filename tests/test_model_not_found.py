@@ -36,6 +36,11 @@ def test_a_folder_without_config_says_so(tmp_path: Path) -> None:
 def test_loading_by_path_restores_the_progress_bar_setting(minilm_path: Path) -> None:
     from transformers.utils import logging
 
-    assert logging.is_progress_bar_enabled()
-    capture(minilm_path, "The cat sat.")
-    assert logging.is_progress_bar_enabled()
+    was = logging.is_progress_bar_enabled()  # another test (the demo) may have turned it off
+    try:
+        for setting in (True, False):
+            (logging.enable_progress_bar if setting else logging.disable_progress_bar)()
+            capture(minilm_path, "The cat sat.")
+            assert logging.is_progress_bar_enabled() is setting
+    finally:
+        (logging.enable_progress_bar if was else logging.disable_progress_bar)()

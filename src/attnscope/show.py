@@ -220,8 +220,12 @@ def show(
             shown = comparable_streams(comparison)
             with_qk = [name for name in shown if comparison.a.streams[name].has_qk]
             widget_options["stream"] = (with_qk or shown)[0]
-        return AttentionWidget(comparison, view=view, **widget_options)
-    return _show_trace(view, source, text, options)
+        widget = AttentionWidget(comparison, view=view, **widget_options)
+    else:
+        widget = _show_trace(view, source, text, options)
+    if display:
+        display_where_called(widget)
+    return widget
 
 
 def _comparison(source: Any, text: Any, options: dict[str, Any]) -> AttentionComparison | None:
@@ -291,10 +295,7 @@ def _show_trace(view: ViewName, source: Any, text: Any, options: dict[str, Any])
         with_qk = [name for name, s in trace.streams.items() if s.has_qk]
         if with_qk:
             widget_options["stream"] = with_qk[0]
-    widget = AttentionWidget(trace, view=view, **widget_options)
-    if display:
-        display_where_called(widget)
-    return widget
+    return AttentionWidget(trace, view=view, **widget_options)
 
 
 def _check_has_qk(trace: AttentionTrace) -> None:
