@@ -109,7 +109,7 @@ def head_colour_coverage(page: Any, view: Any) -> dict[str, int]:
     )
 
 
-def test_head_view_as_a_new_user_meets_it(
+def test_head_view_as_a_new_user_meets_it_screenshot(
     lab: JupyterPage, jupyter_server: JupyterServer, screenshots: Screenshots
 ) -> None:
     lab.open(notebook(jupyter_server, "first_hour_head.ipynb", [HEAD_CELL]))
@@ -190,7 +190,7 @@ def test_head_view_as_a_new_user_meets_it(
     screenshots.take("jupyterlab-head-view-12-heads", output)
 
 
-def test_neuron_view_is_steered_in_the_view(
+def test_neuron_view_is_steered_in_the_view_screenshot(
     lab: JupyterPage, jupyter_server: JupyterServer, screenshots: Screenshots
 ) -> None:
     lab.open(notebook(jupyter_server, "first_hour_neuron.ipynb", [NEURON_CELL]))
@@ -237,7 +237,7 @@ def test_neuron_view_is_steered_in_the_view(
     screenshots.take("jupyterlab-neuron-view", output)
 
 
-def test_long_inputs_and_the_model_view(
+def test_long_inputs_and_the_model_view_screenshot(
     lab: JupyterPage, jupyter_server: JupyterServer, screenshots: Screenshots
 ) -> None:
     lab.open(notebook(jupyter_server, "first_hour_long.ipynb", LONG_CELLS))
