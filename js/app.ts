@@ -1,6 +1,7 @@
 // The app shell shared by the notebook widget and the exported page: tabs,
 // stream/layer/theme selectors, keyboard, and the current view.
 import { bindStep } from "./generation";
+import { helpButton } from "./help";
 import { THEME_LABELS, VIEW_LABELS } from "./labels";
 import { offeredViews } from "./offered_views";
 import { THEMES } from "./selection";
@@ -58,7 +59,8 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
   const themeSel = h("select", "attnscope-select", { "aria-label": "Theme", "data-testid": "theme-select" });
   for (const t of THEMES) option(themeSel, t, THEME_LABELS[t]);
   if (Object.keys(meta.streams).length > 1) controls.append(streamSel);
-  controls.append(layerSel, themeSel);
+  const help = helpButton(L);
+  controls.append(layerSel, themeSel, help.button);
   // One view: nothing to switch to, so no tab bar.
   header.append(...(offered.length > 1 ? [title, tabs, controls] : [title, controls]));
   // A comparison: the A / B / A − B switch after the tabs, and what is compared under them.
@@ -68,7 +70,7 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
   notes.textContent = (meta.notes ?? []).join(" ");
   notes.hidden = !meta.notes?.length;
   const host = h("div", "attnscope-viewhost");
-  root.append(header, ...(meta.comparison ? [comparisonSummary(meta.comparison)] : []), notes, host);
+  root.append(header, help.panel, ...(meta.comparison ? [comparisonSummary(meta.comparison)] : []), notes, host);
   el.append(root);
 
   L.on(streamSel, "change", () => store.set({ stream: streamSel.value }));

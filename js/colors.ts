@@ -100,16 +100,27 @@ export function readTheme(root: HTMLElement, dark: boolean): ThemeColors {
 
 export const mix = (a: RGB, b: RGB, t: number): RGB => [0, 1, 2].map((i) => (a[i] as number) + ((b[i] as number) - (a[i] as number)) * t) as RGB;
 
+/** How a heatmap maps a weight (0..1 of its cell's largest) to colour: square root, or log over 2.4 decades. */
+export type HeatScale = "linear" | "log";
+
 /** The weight scale for heatmaps: background → accent (lifted towards white on dark backgrounds). */
-export function weightLut(theme: ThemeColors): Uint8ClampedArray {
-  return rampLut(theme.bg, theme.dark ? mix(theme.accent, [255, 255, 255], 0.45) : theme.accent);
+export function weightLut(theme: ThemeColors, scale: HeatScale = "linear"): Uint8ClampedArray {
+  return rampLut(theme.bg, theme.dark ? mix(theme.accent, [255, 255, 255], 0.45) : theme.accent, scale);
+}
+
+/** Position on the colour ramp of byte `i` (i / 255 of the cell's largest weight). */
+export function rampPosition(i: number, scale: HeatScale): number {
+  if (i <= 0) return 0;
+  // log: 1/255 (the faintest byte) sits a little above the background, 1 at the top.
+  if (scale === "log") return Math.max(0.08, 1 + Math.log10(i / 255) / Math.log10(255));
+  return Math.sqrt(i / 255); // lift faint weights so structure shows
 }
 
 /** 256 RGBA entries from `from` to `to` (the sequential scale for weights). */
-export function rampLut(from: RGB, to: RGB): Uint8ClampedArray {
+export function rampLut(from: RGB, to: RGB, scale: HeatScale = "linear"): Uint8ClampedArray {
   const lut = new Uint8ClampedArray(256 * 4);
   for (let i = 0; i < 256; i++) {
-    const t = Math.sqrt(i / 255); // lift faint weights so structure shows
+    const t = rampPosition(i, scale);
     for (let c = 0; c < 3; c++) lut[i * 4 + c] = (from[c] as number) + ((to[c] as number) - (from[c] as number)) * t;
     lut[i * 4 + 3] = 255;
   }

@@ -1,20 +1,28 @@
 // Token sides of a stream: labels, kinds, segments, and the defaults that follow from them.
 import type { Meta, SideMeta, StreamMeta, TokenKind } from "./types";
 
+/** Put before a piece that continues a word, so "un ·bel ·ie ·va ·bly" reads as one word. */
+export const PIECE_MARK = "·";
+
 export interface Side {
+  /** What the views and exports print: the readable label, word pieces marked. */
   labels: string[];
   raw: string[];
   kinds: TokenKind[];
+  /** Per token: a piece continuing the word before it (its label starts with PIECE_MARK). */
+  continues: boolean[];
   segments: number[] | null;
 }
 
 function side(meta: Meta, name: string, n: number): Side {
   const s: SideMeta | null | undefined = meta.sides?.[name];
-  const labels = Array.from({ length: n }, (_, i) => s?.labels[i] ?? String(i));
+  const plain = Array.from({ length: n }, (_, i) => s?.labels[i] ?? String(i));
+  const labels = plain.map((l, i) => (s?.continues?.[i] ? PIECE_MARK + l.trimStart() : l));
   return {
     labels,
-    raw: labels.map((l, i) => s?.raw?.[i] ?? l),
+    raw: plain.map((l, i) => s?.raw?.[i] ?? l),
     kinds: labels.map((_, i) => s?.kinds?.[i] ?? "token"),
+    continues: labels.map((_, i) => !!s?.continues?.[i]),
     segments: s?.segments && s.segments.length >= n ? s.segments : null,
   };
 }
@@ -40,6 +48,7 @@ export function tokenClasses(s: Side, i: number): string {
   const kind = s.kinds[i];
   if (kind === "special") cls += " is-special";
   else if (kind === "padding") cls += " is-padding";
+  if (s.continues[i]) cls += " is-piece";
   if (s.segments && i > 0 && s.segments[i] !== s.segments[i - 1]) cls += " is-boundary";
   return cls;
 }

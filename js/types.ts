@@ -7,6 +7,8 @@ export interface SideMeta {
   raw?: string[];
   kinds?: TokenKind[];
   segments?: number[] | null;
+  /** Per token: a piece that continues the word before it (`##bel`); absent in older pages. */
+  continues?: boolean[];
 }
 
 export interface StreamMeta {

@@ -9,8 +9,9 @@ from types import ModuleType
 import nbformat
 import pytest
 
+from notebook_runner import execute
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-CELL_TIMEOUT_S = 300
 
 
 def generator() -> ModuleType:
@@ -38,26 +39,8 @@ def test_notebook_is_what_the_generator_writes(name: str) -> None:
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path) -> None:
-    from nbclient import NotebookClient
-
     notebook = nbformat.read(EXAMPLES / name, as_version=4)
-    # The kernel is this interpreter (ipykernel's native kernel); HF_HUB_OFFLINE=1 is
-    # inherited from tests/conftest.py. Files a notebook writes land in tmp_path.
-    client = NotebookClient(
-        notebook,
-        timeout=CELL_TIMEOUT_S,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},
-    )
-    client.execute()
-    errors = [
-        f"{o.ename}: {o.evalue}"
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-        for o in cell.outputs
-        if o.output_type == "error"
-    ]
-    assert errors == []
+    execute(notebook, tmp_path)
     widgets = [
         o
         for cell in notebook.cells

@@ -68,30 +68,48 @@ export function setStatus(el: HTMLElement, text: string | null, kind: "info" | "
   el.setAttribute("role", kind === "error" ? "alert" : "status");
 }
 
-/** Width available to a view (happy-dom and hidden cells report 0). */
-export function widthOf(el: HTMLElement, fallback = 720): number {
+/**
+ * Width available to a view, or 0 while it has none (a hidden or detached cell,
+ * e.g. one JupyterLab took out of the page when it scrolled away). A view then
+ * draws nothing: a guessed width would leave its lines short of the labels.
+ * `watchResize` calls it again once the element has a width.
+ */
+export function widthOf(el: HTMLElement): number {
   const w = el.clientWidth || el.getBoundingClientRect().width;
-  return w > 0 ? w : fallback;
+  return w > 0 ? w : 0;
 }
 
+/**
+ * Call `fn` whenever `el` is resized or comes into view: a view that could not
+ * draw (no width) or drew while hidden draws again at its real size.
+ */
 export function watchResize(el: HTMLElement, fn: () => void): () => void {
-  if (typeof ResizeObserver === "undefined") return () => undefined;
-  let last = -1;
-  const ro = new ResizeObserver(() => {
-    const w = el.clientWidth;
-    if (w !== last) { last = w; fn(); }
-  });
-  ro.observe(el);
-  return () => ro.disconnect();
+  const undo: (() => void)[] = [];
+  if (typeof ResizeObserver !== "undefined") {
+    const ro = new ResizeObserver(() => { if (widthOf(el) > 0) fn(); });
+    ro.observe(el);
+    undo.push(() => ro.disconnect());
+  }
+  if (typeof IntersectionObserver !== "undefined") {
+    const io = new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) fn(); });
+    io.observe(el);
+    undo.push(() => io.disconnect());
+  }
+  return () => { for (const u of undo.splice(0)) u(); };
 }
 
-/** A weight in at most 7 characters: below 0.001 as "3.6e-4", so it never runs into its bar. */
-export function fmtWeight(v: number): string {
-  return v !== 0 && Math.abs(v) < 1e-3 ? v.toExponential(1) : fmt(v, 3);
-}
-
-export function fmt(v: number, digits = 4): string {
+/**
+ * The one number format of every view: three significant digits ("0.279",
+ * "12.3"), and below 0.01 (or from 10 000) one exponent form ("2.4e-3",
+ * "9.8e-5"), so a column never mixes "0.00239" with "9.8e-5". At most 7 characters.
+ */
+export function fmt(v: number): string {
   if (!Number.isFinite(v)) return v > 0 ? "∞" : v < 0 ? "−∞" : "NaN";
   if (v === 0) return "0";
-  return Number(v.toPrecision(digits)).toString();
+  const a = Math.abs(v);
+  if (a < 0.01 || a >= 1e4) return v.toExponential(1).replace("e+", "e");
+  return Number(v.toPrecision(3)).toString();
 }
+
+/** A weight, in the same format as every other number. */
+export const fmtWeight = fmt;

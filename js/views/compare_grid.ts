@@ -39,7 +39,7 @@ export function divergenceNote(meta: Meta, stream: string, l: number, hd: number
   if (v === null) return " · no aligned row to compare";
   const ranking = c.ranking[stream] ?? [];
   const rank = ranking.findIndex(([rl, rh]) => rl === l && rh === hd);
-  return ` · JS divergence ${fmt(v, 3)} nats${rank >= 0 ? ` (rank ${rank + 1} of ${ranking.length})` : ""}`;
+  return ` · JS divergence ${fmt(v)} nats${rank >= 0 ? ` (rank ${rank + 1} of ${ranking.length})` : ""}`;
 }
 
 /** The comparison's grid order, bound to the store (it outlives the view, which a side switch rebuilds). */

@@ -10,15 +10,16 @@ import { canvasPainter } from "../paint/canvas_painter";
 import type { Painter } from "../paint/painter";
 import { keySide, querySide, streamOf, type Side } from "../tokens";
 import type { AppState, Chunk, Cleanup, ViewContext } from "../types";
-import { h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, watchResize, widthOf } from "./common";
+import { fmt, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, watchResize, widthOf } from "./common";
 import { generationClasses, generationOf, type Generation } from "../generation";
 import { headSwatches, pairFilterSelect } from "./head_controls";
 import {
-  collectLines, emptyLines, focusedQuery, headLayout, keyWeights, MAX_LINES, offscreenKeys, ROW, topRowsOf,
+  collectLines, emptyLines, focusedQuery, headLayout, keyWeights, MAX_LINES, offscreenKeys, ROW, rowMax, topRowsOf,
   type HeadLayout, type Hover, type TopRows,
 } from "./head_lines";
-import { paintLines, paintOffscreenCounts, paintTokenLabels } from "./head_paint";
+import { paintCaption, paintLines, paintOffscreenCounts, paintTokenLabels, CAPTION_H } from "./head_paint";
 import { stepControl, type StepControl } from "./head_step";
+import { exportCaption, faintNotice, headOffsets, scaleControl, scaleLegend, type LineScale } from "./head_scale";
 import { clearRows, placeRows, type TokenColumn } from "./head_tokens";
 import { diffLegend, paintSignedLines } from "./compare_head";
 
@@ -38,7 +39,9 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   const colK: TokenColumn = { el: h("div", "attnscope-hv-col attnscope-hv-k", { "data-side": "key", "aria-label": "Key tokens" }), pool: [] };
   body.append(canvas, colQ.el, colK.el);
   viewport.append(body);
-  view.append(bar, status, viewport);
+  const scaleBox = scaleControl(L, (next) => { scale = next; sched.request(); });
+  const faint = faintNotice(L, () => { scale = "row"; scaleBox.select.value = "row"; sched.request(); });
+  view.append(bar, status, faint.el, viewport);
   root.append(view);
 
   const st = (): AppState => store.get();
@@ -54,11 +57,12 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   let sideK: Side = keySide(meta, stream());
   let generation: Generation | null = null;
   let steps: StepControl | null = null;
+  let scale: LineScale = "weight";
   const swatches = headSwatches(swatchBox, L, store, () => stream().num_heads);
 
-  const layout = (): HeadLayout => {
+  const layout = (width = widthOf(viewport)): HeadLayout => {
     const s = stream();
-    return headLayout(s.q_len, s.k_len, widthOf(viewport), viewport.scrollTop);
+    return headLayout(s.q_len, s.k_len, width, viewport.scrollTop);
   };
   const loaded = (): TopRows | null => (chunk && !chunk.error ? topRowsOf(chunk, stream().q_len, stream().top_k) : null);
   const shownHeads = (): number[] => st().heads.filter((x) => x >= 0 && x < stream().num_heads);
@@ -75,6 +79,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
       segQ: sideQ.segments,
       segK: sideK.segments,
       cap: MAX_LINES,
+      relative: scale === "row",
     });
   }
 
@@ -82,7 +87,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   function paintCanvasPart(p: Painter, g: HeadLayout): { above: number; below: number } {
     collect(g);
     if (signed) paintSignedLines(p, lines, g, theme);
-    else paintLines(p, lines, g, colors, stream().num_heads);
+    else paintLines(p, lines, g, colors, stream().num_heads, headOffsets(shownHeads(), stream().num_heads));
     const edges = offscreenKeys(lines, g.height);
     paintOffscreenCounts(p, edges, g, theme);
     return edges;
@@ -97,12 +102,17 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     const top = loaded();
     if (f < 0 || f >= sm.q_len || !top) return null;
     keyWeights(keyW, top, shownHeads(), f);
+    const rm = rowMax(top, shownHeads(), f);
+    if (scale === "row" && rm > 0) for (let k = 0; k < keyW.length; k++) keyW[k] = (keyW[k] as number) / rm;
     return keyW;
   }
 
   function draw(): void {
     const t0 = performance.now();
-    const g = layout();
+    const width = widthOf(viewport);
+    // No width (hidden, or out of the page): draw nothing now; watchResize draws once it has one.
+    if (!width) return;
+    const g = layout(width);
     const s = st();
     const sm = stream();
     viewport.style.height = `${g.height}px`;
@@ -122,7 +132,14 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
       c.clearRect(0, 0, g.width, g.height);
       edges = paintCanvasPart(canvasPainter(c, theme.font, dpr), g);
     }
+    const top = loaded(), f = focusedQuery(hover, s.query);
+    const rm = top && f >= 0 && f < sm.q_len ? rowMax(top, shownHeads(), f) : 0;
+    scaleBox.legend.textContent = scaleLegend(scale, f >= 0 ? rm : null);
+    // A focused row whose every weight is under 1/255 draws nothing: say so, and offer the row scale.
+    faint.show(scale === "weight" && rm > 0 && rm * 255 < 1 ? `All weights of “${sideQ.labels[f] ?? f}” are below 1/255 (the largest is ${fmt(rm)}): too faint to draw at this scale.` : null);
     view.dataset.lines = String(lines.n);
+    view.dataset.width = String(g.width);
+    view.dataset.scale = scale;
     view.dataset.offscreen = `${edges.above},${edges.below}`;
     view.dataset.drawMs = (performance.now() - t0).toFixed(1);
     markDrawn(view, !!chunk && !chunk.error);
@@ -175,17 +192,20 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   }
   L.on(viewport, "scroll", () => sched.request(), { passive: true });
 
-  bar.append(swatchBox);
+  bar.append(swatchBox, scaleBox.el);
   if (signed) bar.append(diffLegend());
   const unSave = saveButtons(bar, {
     name: () => `attnscope-head-L${st().layer}`,
     picture: () => {
       const g = layout();
+      const s = st();
+      const caption = exportCaption(meta.title ?? "", stream().layers[s.layer] ?? s.layer, shownHeads(), stream().num_heads, s.query == null ? null : sideQ.labels[s.query] ?? null);
       return {
-        width: g.width, height: g.height, background: hex(theme.bg), font: theme.font,
+        width: g.width, height: g.height + CAPTION_H, background: hex(theme.bg), font: theme.font,
         paint: (p) => {
           paintCanvasPart(p, g);
-          paintTokenLabels(p, g, sideQ, sideK, theme, generation?.prompt ?? null);
+          paintTokenLabels(p, g, sideQ, sideK, theme, generation?.prompt ?? null, { query: s.query, key: s.key });
+          paintCaption(p, g, caption, theme);
         },
       };
     },

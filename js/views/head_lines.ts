@@ -126,6 +126,8 @@ export interface LineFilter {
   segK: readonly number[] | null;
   /** At most this many lines, the strongest. */
   cap: number;
+  /** Line strength relative to each row's largest weight, not absolute (long inputs: every weight is tiny). */
+  relative?: boolean;
 }
 
 /**
@@ -156,9 +158,10 @@ export function collectLines(lines: Lines, top: TopRows, layout: HeadLayout, f: 
           const k = index ? (index[base + t] as number) : t;
           if (f.key >= 0 && k !== f.key) continue;
           if (filter !== "all" && !pairPasses(filter, segQ?.[q], segK?.[k])) continue;
-          // Signed weights (A − B) are kept and ranked by their size.
-          const b = Math.min(255, Math.floor((Math.abs(w8) / full) * 255 * rm));
-          if (b >= minW8) fn(hd, q, k, b, (w8 / full) * rm);
+          // Signed weights (A − B) are kept and ranked by their size; `relative`: to the row's largest.
+          const size = (Math.abs(w8) / full) * 255;
+          const b = Math.min(255, Math.floor(f.relative ? size : size * rm));
+          if (b >= minW8) fn(hd, q, k, b, f.relative ? w8 / full : (w8 / full) * rm);
         }
       }
     }
@@ -186,6 +189,13 @@ export function collectLines(lines: Lines, top: TopRows, layout: HeadLayout, f: 
   });
   out.n = n;
   return out;
+}
+
+/** The largest weight of `query`'s row over `heads` (0 when the row is empty). */
+export function rowMax(top: TopRows, heads: readonly number[], query: number): number {
+  let m = 0;
+  for (const hd of heads) m = Math.max(m, top.rowmax[hd * top.queries + query] as number);
+  return m;
 }
 
 /** Into `out` (one entry per key): the largest weight (or size of a signed one) over `heads` from `query` to each key. */

@@ -1,21 +1,22 @@
 // Model view: a grid, one row per layer and one column per head, each cell the
 // head's thumbnail, all drawn into one canvas with one putImageData. The grid's
 // geometry and picture are in model_grid.ts; this file wires them to the store.
-import { hex, readTheme, weightLut, type ThemeColors } from "../colors";
+import { hex, readTheme, weightLut, type HeatScale, type ThemeColors } from "../colors";
 import { attnKey, thumbsKey } from "../chunk_keys";
 import { arr } from "../data";
 import { saveButtons } from "../export_image";
 import { generationOf } from "../generation";
 import { offeredViews } from "../offered_views";
 import { canvasPainter, type PixelScratch } from "../paint/canvas_painter";
-import { streamOf } from "../tokens";
+import { keySide, querySide, streamOf } from "../tokens";
 import type { Chunk, Cleanup, ViewContext } from "../types";
 import { h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, watchResize, widthOf } from "./common";
 import { cellAt, GAP, gridGeometry, heatmapTile, paintGrid, placedOrigin, type GridGeometry, type GridScene, type Thumbnails } from "./model_grid";
 import { divergenceNote, gridOrder, gridOrderSelect, signedThumbnails } from "./compare_grid";
 import { divergingLut } from "./compare_colors";
+import { AXIS_LEFT, AXIS_TOP, drawPreview as paintPreview, MAP } from "./model_preview";
 
-const PREVIEW = 200;
+const PREVIEW_W = AXIS_LEFT + MAP + 4;
 const HOVER_FETCH_MS = 120;
 
 export function renderModelView(ctx: ViewContext): Cleanup {
@@ -37,7 +38,14 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   const only = h("label", "attnscope-check", { title: "Each cell shows only the rows of the generated tokens" });
   only.append(onlyBox, " generated rows only");
   L.on(onlyBox, "change", () => store.set({ generated_only: onlyBox.checked }));
-  bar.append(only, hint);
+  const scaleSel = h("select", "attnscope-select", { "aria-label": "Colour scale", "data-testid": "model-scale-select" });
+  for (const [value, label] of [["linear", "scale: linear"], ["log", "scale: log"]] as const) {
+    const o = h("option", "", { value });
+    o.textContent = label;
+    scaleSel.append(o);
+  }
+  const legend = h("span", "attnscope-scale", { "data-testid": "model-scale" });
+  bar.append(only, hint, scaleSel, legend);
   if (meta.comparison) bar.append(gridOrderSelect(L, store));
   const status = h("div", "attnscope-status");
   const wrap = h("div", "attnscope-mv-wrap");
@@ -52,8 +60,15 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   root.append(view);
 
   let theme: ThemeColors = readTheme(root, store.get().resolved_theme === "dark");
-  const lutOf = (t: ThemeColors): Uint8ClampedArray => (signed ? divergingLut(t) : weightLut(t));
+  let heat: HeatScale = "linear";
+  const lutOf = (t: ThemeColors): Uint8ClampedArray => (signed ? divergingLut(t) : weightLut(t, heat));
   let lut = lutOf(theme);
+  const sayScale = (): void => {
+    legend.textContent = `each cell scaled to its own largest weight (${heat === "log" ? "log scale: faint weights show" : "linear"})`;
+    view.dataset.scale = heat;
+  };
+  sayScale();
+  L.on(scaleSel, "change", () => { heat = scaleSel.value as HeatScale; lut = lutOf(theme); sayScale(); sched.request(); });
   let thumbs: Chunk | null = null;
   let loadedKey = "";
   let geo: GridGeometry = { cell: 0, width: 0, height: 0 };
@@ -83,7 +98,9 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     const sm = stream();
     only.hidden = !generationOf(meta, store.get().stream);
     onlyBox.checked = store.get().generated_only;
-    geo = gridGeometry(sm.layers.length, sm.num_heads, widthOf(view));
+    const width = widthOf(view);
+    if (!width) return; // hidden: watchResize draws once the view has a width
+    geo = gridGeometry(sm.layers.length, sm.num_heads, width);
     const dpr = window.devicePixelRatio || 1;
     const c = sizeCanvas(canvas, geo.width, geo.height, dpr);
     if (c) {
@@ -122,30 +139,28 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     const sm = stream();
     const from = firstRow();
     pcap.textContent = `Layer ${sm.layers[cell.l] ?? cell.l} · head ${cell.h}${from ? " · generated rows" : ""}${divergenceNote(meta, s.stream, cell.l, cell.h)}`;
-    const dpr = window.devicePixelRatio || 1;
-    const c = sizeCanvas(pcanvas, PREVIEW, PREVIEW, dpr);
-    if (!c) return;
-    const place = { x: 0, y: 0, w: PREVIEW, h: PREVIEW };
+    const place = { x: AXIS_LEFT, y: AXIS_TOP, w: MAP, h: MAP };
     const full = data.peek(attnKey(s.stream, cell.l, cell.h));
     const small = thumbnails();
-    const p = canvasPainter(c, theme.font, dpr);
+    let tile = null, rowsFrom = 0;
     if (full && !full.error) {
+      rowsFrom = from;
       const rm = arr(full, "rowmax").data.subarray(from);
       let mx = 0;
       for (const v of rm) if (v > mx) mx = v;
       // Keep per-row quantisation honest: scale each row by rowmax / max.
       const scale = Array.from(rm, (v) => (mx > 0 ? v / mx : 0));
       const weight = arr(full, "weight").data.subarray(from * sm.k_len);
-      p.tiles([heatmapTile(place, weight, sm.q_len - from, sm.k_len, scale, lut, undefined, signed)]);
+      tile = heatmapTile(place, weight, sm.q_len - from, sm.k_len, scale, lut, undefined, signed);
       preview.dataset.source = "attn";
     } else if (small) {
       const n = small.rows * small.cols, at = (cell.l * sm.num_heads + cell.h) * n;
       const gain = small.gain?.(cell.l * sm.num_heads + cell.h) ?? null;
-      p.tiles([heatmapTile(place, small.data.subarray(at, at + n), small.rows, small.cols, gain, lut, undefined, small.signed)]);
+      tile = heatmapTile(place, small.data.subarray(at, at + n), small.rows, small.cols, gain, lut, undefined, small.signed);
       preview.dataset.source = "thumb";
-    } else {
-      p.tiles([{ ...place, fill: () => undefined }]); // nothing loaded: blank out the previous cell
     }
+    // Nothing loaded: the axes alone, the previous cell blanked out.
+    paintPreview(pcanvas, { tile, sideQ: querySide(meta, sm), sideK: keySide(meta, sm), theme, firstQuery: rowsFrom });
   }
 
   L.on<MouseEvent>(canvas, "mousemove", (e) => {
@@ -153,7 +168,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     if (!cell) { hideHover(); return; }
     preview.hidden = false;
     const origin = placedOrigin(geo, cell.l, cell.h, stream().num_heads, gridOrder(meta, store.get()));
-    preview.style.left = `${Math.min(origin.x + geo.cell + GAP + 8, Math.max(0, geo.width - PREVIEW - 8))}px`;
+    preview.style.left = `${Math.min(origin.x + geo.cell + GAP + 8, Math.max(0, geo.width - PREVIEW_W - 8))}px`;
     preview.style.top = `${origin.y}px`;
     if (hoverCell?.l === cell.l && hoverCell.h === cell.h) return;
     hoverCell = cell;

@@ -11,13 +11,14 @@ import { canvasPainter } from "../paint/canvas_painter";
 import { defaultQuery, keySide, querySide, streamOf, tokenClasses, type Side } from "../tokens";
 import type { AppState, Chunk, Cleanup, ViewContext } from "../types";
 import { fmt, fmtWeight, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas } from "./common";
+import { headPicker, syncHeadPicker } from "./neuron_controls";
 import { cellW, NROW, paintStrip, rowsPicture, STRIP_H } from "./neuron_paint";
 import { barFrac, neuronRows, type NeuronRows } from "./neuron_rows";
 
 const MAX_VIEW_H = 520;
 const OVERSCAN = 4;
 
-interface RowEls { row: HTMLDivElement; label: HTMLSpanElement; kc: HTMLCanvasElement; pc: HTMLCanvasElement; qk: HTMLSpanElement; bias: HTMLSpanElement; score: HTMLSpanElement; bar: HTMLSpanElement; w: HTMLSpanElement }
+interface RowEls { row: HTMLDivElement; label: HTMLSpanElement; tok: HTMLSpanElement; kc: HTMLCanvasElement; pc: HTMLCanvasElement; qk: HTMLSpanElement; bias: HTMLSpanElement; score: HTMLSpanElement; bar: HTMLSpanElement; w: HTMLSpanElement }
 
 export function renderNeuronView(ctx: ViewContext): Cleanup {
   const { meta, store, data, root } = ctx;
@@ -47,10 +48,11 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     o.textContent = t as string;
     sortSel.append(o);
   }
-  const queryIn = h("input", "attnscope-input", { type: "number", min: "0", step: "1", "aria-label": "Query token index", "data-testid": "neuron-query" });
+  const queryIn = h("input", "attnscope-input", { type: "number", min: "0", step: "1", "aria-label": "Query token index", "data-testid": "neuron-query", title: "Type an index and press Enter, or click a token in the list" });
   const queryLab = h("label", "attnscope-hint");
   queryLab.append("query #", queryIn);
-  bar.append(queryLab, sortSel);
+  const headSel = headPicker(L, store, () => streamOf(meta, store.get().stream).num_heads);
+  bar.append(headSel, queryLab, sortSel);
   view.append(bar, status, info, qline, head, viewport);
   root.append(view);
 
@@ -74,6 +76,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     if (stream().head_dim == null) return "This trace has no q/k vectors for this stream (head_dim is null), so the neuron view cannot be shown.";
     return null;
   };
+  const sameSides = (): boolean => stream().query_side === stream().key_side;
   const queryIdx = (): number => {
     const q = st().query;
     return q != null && q >= 0 && q < stream().q_len ? q : defaultQuery(sideQ);
@@ -105,8 +108,8 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     el.row.className = `attnscope-nv-row${r.masked[j] ? " is-masked" : ""}${sel === j ? " is-selected" : ""}`;
     el.row.setAttribute("aria-selected", sel === j ? "true" : "false");
     el.label.className = tokenClasses(sideK, j);
-    el.label.replaceChildren(labelElement(sideK.labels[j] ?? String(j)));
-    el.label.title = `${isolate(sideK.raw[j] ?? "")} (#${j})`;
+    el.tok.replaceChildren(labelElement(sideK.labels[j] ?? String(j)));
+    el.label.title = `${isolate(sideK.raw[j] ?? "")} (#${j})${sameSides() ? " — click to make it the query" : ""}`;
     strip(el.kc, (d) => k[j * D + d] as number, D, r.maxQK);
     strip(el.pc, (d) => (r.q[d] as number) * (k[j * D + d] as number), D, r.maxProd);
     el.qk.textContent = fmt(r.qk[j] as number);
@@ -121,6 +124,8 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
   function newRow(): RowEls {
     const row = h("div", "attnscope-nv-row", { role: "option" });
     const label = h("span");
+    const tok = h("span", "attnscope-nv-keytok");
+    label.append(tok);
     const kc = h("canvas", "attnscope-nv-strip");
     const pc = h("canvas", "attnscope-nv-strip");
     const qk = h("span", "attnscope-nv-num");
@@ -132,7 +137,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     wcell.append(w, barEl);
     row.append(label, kc, pc, qk, bias, score, wcell);
     body.append(row);
-    return { row, label, kc, pc, qk, bias, score, bar: barEl, w };
+    return { row, label, tok, kc, pc, qk, bias, score, bar: barEl, w };
   }
 
   function writeInfo(r: NeuronRows): void {
@@ -144,18 +149,23 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
       [`query “`, labelElement(sideQ.labels[queryIdx()] ?? ""), `” (#${queryIdx()})`],
       `score = q·k × ${fmt(r.scaling)}${r.bias ? " + bias" : ""}${r.softcap ? `, softcap ${fmt(r.softcap)}·tanh(·/${fmt(r.softcap)})` : ""}`,
       `weight = softmax(score)${r.sink != null ? ` with sink ${fmt(r.sink)}` : ""}`,
+      // What a full bar means, written out.
+      `bars: weight ÷ row max (row max = ${fmt(r.maxWeight)})`,
       // Honest about the explanation: how far softmax(score) is from the weights the model returned.
       Number.isNaN(r.recomputeError) ? "checking against the recorded weights…"
-        : r.recomputeError <= r.recordedTolerance ? `matches the recorded weights (max |Δ| ${r.recomputeError.toExponential(1)}, 8-bit)`
-          : `⚠ softmax(score) differs from the recorded weights by up to ${fmt(r.recomputeError, 2)}`,
+        : r.recomputeError <= r.recordedTolerance ? "matches the model's own weights"
+          : `⚠ softmax(score) differs from the model's own weights by up to ${fmt(r.recomputeError)}`,
     ];
     info.replaceChildren(...joinParts(parts, " · "));
+    // The detail, for who wants it: the recorded weights travel at one byte each.
+    info.title = Number.isNaN(r.recomputeError) ? "" : `largest |softmax(score) − recorded weight| = ${fmt(r.recomputeError)}; the recorded weights are sent at 8 bits, so up to ${fmt(r.recordedTolerance)} is rounding`;
     info.dataset.recomputeError = String(r.recomputeError);
-    qlabel.textContent = "q";
+    qlabel.textContent = `q · ${sideQ.labels[queryIdx()] ?? ""}`;
     const sw = `${r.D * cellW(r.D)}px`;
     (headCells[1] as HTMLElement).style.width = sw;
     (headCells[2] as HTMLElement).style.width = sw;
     (headCells[4] as HTMLElement).hidden = !r.bias;
+    syncHeadPicker(headSel, stream().num_heads, st().head);
     queryIn.max = String(stream().q_len - 1);
     if ((queryIn.getRootNode() as Document | ShadowRoot).activeElement !== queryIn) queryIn.value = String(queryIdx());
     strip(qcanvas, (d) => r.q[d] as number, r.D, r.maxQK);
@@ -242,13 +252,26 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
   L.on(viewport, "mouseleave", () => { if (hoverDim >= 0) { hoverDim = -1; readout.textContent = ""; delete view.dataset.hoverDim; sched.request(); } });
   L.on(viewport, "scroll", () => sched.request(), { passive: true });
   L.on(body, "click", (e) => {
-    const r = (e.target as HTMLElement).closest?.("[data-key]") as HTMLElement | null;
-    if (r) store.set({ key: Number(r.dataset.key) });
+    const t = e.target as HTMLElement;
+    const r = t.closest?.("[data-key]") as HTMLElement | null;
+    if (!r) return;
+    const j = Number(r.dataset.key);
+    // A key's token is also a query when both sides are the same tokens: its label makes it the query.
+    if (t.closest?.(".attnscope-nv-keytok") && sameSides()) store.set({ query: j, key: null });
+    else store.set({ key: j });
   });
   L.on(sortSel, "change", () => { rowsFor = ""; sched.request(); });
-  L.on(queryIn, "change", () => {
+  const applyQuery = (): void => {
     const v = Math.round(Number(queryIn.value));
-    if (Number.isFinite(v) && v >= 0 && v < stream().q_len) store.set({ query: v });
+    if (queryIn.value !== "" && Number.isFinite(v) && v >= 0 && v < stream().q_len) store.set({ query: v });
+  };
+  L.on(queryIn, "change", applyQuery);
+  // Enter applies at once; JupyterLab's own key handling keeps "change" from firing until the box loses focus.
+  L.on<KeyboardEvent>(queryIn, "keydown", (e) => {
+    if (e.key !== "Enter") return;
+    e.preventDefault();
+    e.stopPropagation();
+    applyQuery();
   });
 
   /** The keys whose rows are visible now: an export shows what the reader sees. */

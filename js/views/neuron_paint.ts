@@ -12,8 +12,8 @@ export const NROW = 20;
 /** Height of a strip: a row less its padding. */
 export const STRIP_H = NROW - 4;
 
-/** Width of one dimension's cell: 1 to 8 px, so a strip stays within about 256 px. */
-export const cellW = (D: number): number => Math.max(1, Math.min(8, Math.floor(256 / Math.max(1, D))));
+/** Width of one dimension's cell: 1 to 8 px, so a strip stays within 160 px and a row fits a notebook. */
+export const cellW = (D: number): number => Math.max(1, Math.min(8, Math.floor(160 / Math.max(1, D))));
 
 /** One cell per dimension on the diverging scale around 0, scaled to `max`; dimension `hoverDim` outlined (-1: none). */
 export function paintStrip(p: Painter, x: number, y: number, D: number, value: (d: number) => number, max: number, theme: ThemeColors, hoverDim = -1): void {

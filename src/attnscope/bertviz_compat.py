@@ -3,10 +3,11 @@
 ``from bertviz import head_view`` becomes ``from attnscope import head_view``;
 the arguments are bertviz's. Two differences, both deliberate:
 
-- ``html_action="view"`` *returns* the :class:`~attnscope.AttentionWidget`
-  (bertviz displays and returns None). As the last line of a cell it shows
-  the same way; elsewhere pass it to ``IPython.display.display``. The widget
-  offers all three views (head, model, neuron) and opens on the one named.
+- ``html_action="view"`` displays the view where it is called, as bertviz
+  does, and also *returns* the :class:`~attnscope.AttentionWidget` (bertviz
+  returns None) for reading the selection; as the cell's last line it is not
+  shown twice. The widget offers all three views (head, model, neuron) and
+  opens on the one named.
 - ``html_action="return"`` returns an ``IPython.display.HTML`` whose
   ``.data`` is one self-contained page, as bertviz's does, but without any
   CDN: it opens offline. Like bertviz's, the page holds only the view named,
@@ -89,8 +90,8 @@ def head_view(  # noqa: PLR0917 - bertviz takes these positionally
     include_layers
         Model layers to keep; default all.
     html_action
-        ``"view"``: return the widget, which offers all three views and opens on
-        the head view; ``"return"``: return ``IPython.display.HTML`` holding a
+        ``"view"``: display the widget here and return it; it offers all three
+        views and opens on the head view; ``"return"``: return ``IPython.display.HTML`` holding a
         self-contained page in ``.data`` with the head view only (as bertviz's),
         so it embeds only the head view's data.
 
@@ -133,8 +134,8 @@ def model_view(  # noqa: PLR0917 - bertviz takes these positionally
     Takes :func:`head_view`'s arguments, plus ``display_mode`` (``"dark"`` or
     ``"light"``, the widget's theme) and ``include_heads`` (the heads selected;
     the grid still has every head, so positions keep their model numbers).
-    ``html_action="view"`` returns the widget, with all three views, open on
-    the model view; ``html_action="return"`` a page with the model view only.
+    ``html_action="view"`` displays and returns the widget, with all three
+    views, open on the model view; ``html_action="return"`` a page with the model view only.
 
     Examples
     --------
@@ -264,10 +265,12 @@ def _layer_position(trace: AttentionTrace, layer: int) -> int:
 def _present(
     trace: AttentionTrace, view: ViewName, options: dict[str, Any], html_action: str
 ) -> AttentionWidget | HTML:
+    from attnscope.display.where_called import display_where_called
     from attnscope.display.widget import AttentionWidget
 
     widget = AttentionWidget(trace, view=view, **options)
     if html_action == "view":
+        display_where_called(widget)  # bertviz displays at the call, whatever follows it
         return widget
     from IPython.display import HTML
 
@@ -280,8 +283,8 @@ def _present(
 def _check_action(html_action: str) -> None:
     if html_action not in ("view", "return"):
         raise ValueError(
-            f"html_action={html_action!r}; use 'view' (returns the widget) or 'return' "
-            "(returns IPython.display.HTML with a self-contained page in .data)."
+            f"html_action={html_action!r}; use 'view' (displays and returns the widget) or "
+            "'return' (returns IPython.display.HTML with a self-contained page in .data)."
         )
 
 

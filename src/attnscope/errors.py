@@ -29,3 +29,17 @@ class TraceFileError(AttnscopeError):
     >>> issubclass(TraceFileError, AttnscopeError)
     True
     """
+
+
+class ModelNotFoundError(AttnscopeError, OSError):
+    """A model name or path that names nothing on this machine (and could not be fetched).
+
+    Also an :class:`OSError`, as transformers' own error is, so ``except OSError``
+    keeps working.
+
+    Examples
+    --------
+    >>> from attnscope.errors import ModelNotFoundError
+    >>> issubclass(ModelNotFoundError, OSError), issubclass(ModelNotFoundError, ValueError)
+    (True, True)
+    """

@@ -18,9 +18,10 @@ A *source* is one of:
 captures a second input with the same options and shows the comparison: A, B
 and ``A − B`` in every view.
 
-The helpers return the widget and display nothing themselves: the last
-expression of a notebook cell is displayed, so ``show_head_view(...)`` as the
-last line shows it; elsewhere use ``IPython.display.display(widget)``.
+In a notebook the helpers display the widget where they are called (in a
+loop, a function, or followed by more lines, as bertviz's do) and return it for
+reading the selection back; as the cell's last line it is still shown once.
+``display=False`` only returns it (to place it in an ipywidgets layout).
 """
 
 from __future__ import annotations
@@ -192,8 +193,12 @@ def _capture(source: Any, text: Any, options: dict[str, Any]) -> AttentionTrace:
     return trace
 
 
-def show(view: ViewName, source: Any, text: Any = None, **options: Any) -> AttentionWidget:
+def show(
+    view: ViewName, source: Any, text: Any = None, *, display: bool = True, **options: Any
+) -> AttentionWidget:
     """Build the widget for ``view`` from any source (what the ``show_*`` helpers call).
+
+    With ``display`` (and inside a Jupyter kernel) the widget is displayed here.
 
     Examples
     --------
@@ -201,6 +206,7 @@ def show(view: ViewName, source: Any, text: Any = None, **options: Any) -> Atten
     >>> show("model", (np.full((1, 2, 2, 2), 0.5),), tokens=["a", "b"]).view
     'model'
     """
+    from attnscope.display.where_called import display_where_called
     from attnscope.display.widget import AttentionWidget
 
     comparison = _comparison(source, text, options)
@@ -214,8 +220,12 @@ def show(view: ViewName, source: Any, text: Any = None, **options: Any) -> Atten
             shown = comparable_streams(comparison)
             with_qk = [name for name in shown if comparison.a.streams[name].has_qk]
             widget_options["stream"] = (with_qk or shown)[0]
-        return AttentionWidget(comparison, view=view, **widget_options)
-    return _show_trace(view, source, text, options)
+        widget = AttentionWidget(comparison, view=view, **widget_options)
+    else:
+        widget = _show_trace(view, source, text, options)
+    if display:
+        display_where_called(widget)
+    return widget
 
 
 def _comparison(source: Any, text: Any, options: dict[str, Any]) -> AttentionComparison | None:
@@ -297,7 +307,9 @@ def _check_has_qk(trace: AttentionTrace) -> None:
         )
 
 
-def show_head_view(source: Any, text: Any = None, **options: Any) -> AttentionWidget:
+def show_head_view(
+    source: Any, text: Any = None, *, display: bool = True, **options: Any
+) -> AttentionWidget:
     """Show the head view: lines from each query token to the keys it attends to.
 
     Parameters
@@ -325,12 +337,15 @@ def show_head_view(source: Any, text: Any = None, **options: Any) -> AttentionWi
         this helper's view), ``stream``, ``layer``, ``heads``, ``head``,
         ``query``, ``key``, ``pair_filter``, ``theme``, ``compare_side`` (see
         :class:`~attnscope.AttentionWidget`). Anything else raises TypeError.
+    display
+        In a notebook, show the widget where this is called (the default; a
+        last-line ``w`` in the same cell does not show it a second time).
+        False only returns it, e.g. to place it in an ipywidgets layout.
 
     Returns
     -------
     AttentionWidget
-        Displayed when it is the last expression of a cell; nothing is
-        displayed by the call itself.
+        The widget, for reading and setting the selection.
 
     Examples
     --------
@@ -349,10 +364,12 @@ def show_head_view(source: Any, text: Any = None, **options: Any) -> AttentionWi
     >>> w.compare_side, w.comparison.labels()
     ('diff', ['The', 'cat', 'sat | ran'])
     """
-    return show("head", source, text, **options)
+    return show("head", source, text, display=display, **options)
 
 
-def show_model_view(source: Any, text: Any = None, **options: Any) -> AttentionWidget:
+def show_model_view(
+    source: Any, text: Any = None, *, display: bool = True, **options: Any
+) -> AttentionWidget:
     """Show the model view: a grid of every layer's and head's attention.
 
     Takes the same arguments as :func:`show_head_view`.
@@ -365,10 +382,12 @@ def show_model_view(source: Any, text: Any = None, **options: Any) -> AttentionW
     >>> show_model_view(attention, tokens=["a", "b", "c"]).trace.attention.shape
     (4, 2, 3, 3)
     """
-    return show("model", source, text, **options)
+    return show("model", source, text, display=display, **options)
 
 
-def show_neuron_view(source: Any, text: Any = None, **options: Any) -> AttentionWidget:
+def show_neuron_view(
+    source: Any, text: Any = None, *, display: bool = True, **options: Any
+) -> AttentionWidget:
     """Show the neuron view: how q, k, the scale and any bias give one attention row.
 
     Takes the same arguments as :func:`show_head_view`; the source must record
@@ -384,4 +403,4 @@ def show_neuron_view(source: Any, text: Any = None, **options: Any) -> Attention
     >>> w.view, w.query, w.trace.stream.head_dim
     ('neuron', 2, 4)
     """
-    return show("neuron", source, text, **options)
+    return show("neuron", source, text, display=display, **options)

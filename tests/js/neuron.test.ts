@@ -42,7 +42,7 @@ describe("neuron view", () => {
     // softmax(q·k × scale + bias) reproduces the recorded weights (the fixture computed them so),
     // which arrive in the attn: chunk at one byte each: equal within that rounding.
     const info = view.querySelector<HTMLElement>('[data-testid="neuron-info"]')!;
-    await until(() => info.textContent!.includes("matches the recorded weights"));
+    await until(() => info.textContent!.includes("matches the model's own weights"));
     expect(Number(info.dataset.recomputeError)).toBeLessThan(1 / 510 + 1e-6);
     expect(view.querySelector('[data-testid="neuron-info"]')!.textContent).toContain("query “tok3” (#3)");
   });

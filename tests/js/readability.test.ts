@@ -47,7 +47,7 @@ describe("text on colours", () => {
 describe("weights in the neuron view", () => {
   it("fit in 7 characters, small ones in exponent form", () => {
     expect(fmtWeight(0.279)).toBe("0.279");
-    expect(fmtWeight(0.00184)).toBe("0.00184");
+    expect(fmtWeight(0.00184)).toBe("1.8e-3"); // one format below 0.01, beside 9.8e-5
     expect(fmtWeight(0.000358)).toBe("3.6e-4");
     expect(fmtWeight(0.0000568)).toBe("5.7e-5");
     expect(fmtWeight(0)).toBe("0");

@@ -18,6 +18,7 @@ from attnscope._static import static_file
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.display.page import DEFAULT_MAX_BYTES, save_html
 from attnscope.display.snapshot import snapshot_bundle
+from attnscope.display.where_called import shown_this_cell
 from attnscope.encode.chunks import ChunkCache
 from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.messages import MESSAGE_BYTES, reply_messages
@@ -214,6 +215,22 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         meta = build_meta(trace) if self._compared is None else self._compared.meta()
         super().__init__(_meta={**meta, "views": list(self._views)}, **state)
         self.on_msg(self._on_message)
+
+    def _ipython_display_(self) -> None:
+        # show_* already displayed this widget where it was called: the same cell's last
+        # line (`w`) must not show it a second time. A later cell shows it again.
+        if shown_this_cell(self):
+            return
+        from IPython.display import display
+
+        bundle = self._repr_mimebundle_()
+        if bundle is not None:
+            data, metadata = bundle
+            display(data, metadata=metadata, raw=True)  # type: ignore[no-untyped-call]
+
+    def __repr__(self) -> str:
+        # The text a notebook shows where widgets cannot render (GitHub, nbconvert).
+        return f"<AttentionWidget {self._meta.get('title', '')}: {self.view} view>"
 
     @property
     def trace(self) -> AttentionTrace:

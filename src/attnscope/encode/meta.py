@@ -6,12 +6,13 @@ Tokens, streams and their shapes, what the neuron view can show, notes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from attnscope.trace import AttentionStream, AttentionTrace
-from attnscope.trace.labels import mend_surrogates
+from attnscope.trace import AttentionStream, AttentionTrace, Tokens
+from attnscope.trace.labels import continues_word, mend_surrogates
 
 PROTOCOL_VERSION = 1
 THUMB_SIZE = 64
@@ -121,15 +122,13 @@ def build_meta(
     ['�']
     """
     streams = {name: _stream_meta(name, s) for name, s in trace.streams.items()}
-    first = trace.stream
-    model = trace.metadata.get("model_type") or trace.metadata.get("source") or "attention"
     meta: dict[str, Any] = mend_strings(
         {
             "protocol": PROTOCOL_VERSION,
-            "title": f"{model} · {first.num_layers} layers × {first.num_heads} heads",
+            "title": title(trace),
             "sides": {
-                "source": trace.source.to_json(),
-                "target": None if trace.target is None else trace.target.to_json(),
+                "source": side_json(trace.source),
+                "target": None if trace.target is None else side_json(trace.target),
             },
             "streams": streams,
             "neuron_unavailable": _neuron_unavailable(trace),
@@ -156,6 +155,65 @@ def mend_strings(value: Any) -> Any:
     if isinstance(value, list):
         return [mend_strings(v) for v in value]
     return value
+
+
+def side_json(tokens: Tokens) -> dict[str, Any]:
+    """One side's tokens for the views, with which pieces continue a word (``continues``).
+
+    Examples
+    --------
+    >>> from attnscope import Tokens
+    >>> side_json(Tokens.from_strings(["[CLS]", "un", "##bel", "[SEP]"]))["continues"]
+    [False, False, True, False]
+    """
+    return {**tokens.to_json(), "continues": continues_word(tokens.raw, tokens.kinds)}
+
+
+SOURCE_WORDS = {
+    "tensors": "attention tensors passed in",
+    "attnscope.MultiHeadAttention": "your MultiHeadAttention",
+}
+"""How a title names a trace that did not come from a named model, by ``metadata["source"]``."""
+
+
+def title(trace: AttentionTrace) -> str:
+    """The widget's title: the model's name (or where the attention came from) and its size.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> title(AttentionTrace.from_tensors(np.ones((1, 2, 1, 1), np.float32), ["a"]))
+    'attention tensors passed in · 1 layer × 2 heads'
+    >>> t = AttentionTrace(["a"], np.ones((3, 1, 1, 1), np.float32),
+    ...                    metadata={"display_name": "all-MiniLM-L6-v2", "model_type": "bert"})
+    >>> title(t)
+    'all-MiniLM-L6-v2 · 3 layers × 1 head'
+    """
+    first = trace.stream
+    size = f"{count(first.num_layers, 'layer')} × {count(first.num_heads, 'head')}"
+    return f"{_source_name(trace.metadata)} · {size}"
+
+
+def count(number: int, noun: str) -> str:
+    """``"1 layer"``, ``"6 layers"``.
+
+    Examples
+    --------
+    >>> count(1, "head"), count(12, "head")
+    ('1 head', '12 heads')
+    """
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _source_name(metadata: Mapping[str, Any]) -> str:
+    for key in ("display_name", "model_name", "model_type"):
+        # model_name is name_or_path in traces saved before display_name existed.
+        value = str(metadata.get(key) or "").rstrip("/")
+        if value:
+            return value.rsplit("/", 1)[-1]
+    source = str(metadata.get("source") or "")
+    return SOURCE_WORDS.get(source, source or "attention")
 
 
 def _stream_meta(name: str, stream: AttentionStream) -> dict[str, Any]:

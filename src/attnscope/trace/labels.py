@@ -205,3 +205,38 @@ def mend_surrogates(text: str) -> str:
     if not any("\ud800" <= c <= "\udfff" for c in text):
         return text
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+_WORD_START = ("Ġ", "▁", "Ċ", " ")
+
+
+def continues_word(raw: Sequence[str], kinds: Sequence[TokenKind]) -> list[bool]:
+    """Which tokens continue the word before them (``un|bel|ie|va|bly``), for the views to mark.
+
+    WordPiece marks a continuation (``##bel``); byte-level BPE and
+    SentencePiece mark a word's *start* (``Ġcat``, ``▁cat``), so there a piece
+    without the mark that follows an ordinary token continues it. Punctuation
+    is never a continuation, and raw strings with no marks at all (plain words)
+    have none.
+
+    Examples
+    --------
+    >>> continues_word(["[CLS]", "un", "##bel", "##ie", ",", "[SEP]"], ["special", "token",
+    ...     "token", "token", "token", "special"])
+    [False, False, True, True, False, False]
+    >>> continues_word(["The", "ĠPe", "mber", "ton", ","], ["token"] * 5)
+    [False, False, True, True, False]
+    """
+    wordpiece = any(t.startswith("##") and len(t) > 2 for t in raw)
+    starts_marked = any(t[:1] in ("Ġ", "▁") for t in raw)
+    out: list[bool] = []
+    for i, (token, kind) in enumerate(zip(raw, kinds, strict=True)):
+        is_word = kind == "token" and any(ch.isalnum() for ch in token)
+        if not is_word:
+            out.append(False)
+        elif wordpiece:
+            out.append(token.startswith("##") and len(token) > 2)
+        else:
+            after_word = i > 0 and kinds[i - 1] == "token" and raw[i - 1].strip() != ""
+            out.append(starts_marked and after_word and not token.startswith(_WORD_START))
+    return out

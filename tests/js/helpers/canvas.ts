@@ -28,6 +28,11 @@ function makeContext(canvas: HTMLCanvasElement): CanvasRenderingContext2D & Reco
 }
 
 export function installCanvas(): void {
+  // happy-dom lays nothing out; views draw only at a known width, so give connected elements one.
+  Object.defineProperty(HTMLElement.prototype, "clientWidth", {
+    configurable: true,
+    get(this: HTMLElement) { return this.isConnected ? 800 : 0; },
+  });
   const proto = HTMLCanvasElement.prototype as unknown as Record<string, unknown>;
   proto.getContext = function (this: HTMLCanvasElement) {
     let c = contexts.get(this);

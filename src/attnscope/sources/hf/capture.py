@@ -42,6 +42,7 @@ from attnscope.sources.hf.generate import (
 from attnscope.sources.hf.generic import capture_generic
 from attnscope.sources.hf.layer_groups import Axis
 from attnscope.sources.hf.loading import load_model, load_tokenizer
+from attnscope.sources.hf.model_name import model_display_name
 from attnscope.sources.hf.preflight import check_weights_loaded, preflight
 from attnscope.sources.hf.recorder import AttentionCall, CannotRecordError
 from attnscope.sources.hf.restore import preserved
@@ -156,6 +157,7 @@ def _metadata(model: Any, route: str, streams: Sequence[AttentionStream]) -> dic
         "model_type": str(config.model_type),
         "route": route,
         "model_name": str(getattr(model, "name_or_path", "") or type(model).__name__),
+        "display_name": model_display_name(model),
         "model_class": type(model).__name__,
         "dtype": str(model.dtype).removeprefix("torch."),
         "num_layers": layer_count(config),

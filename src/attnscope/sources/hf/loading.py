@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, ModelNotFoundError
 
 # A Hub repo id: "name" or "owner/name", letters, digits, "-", "_" and ".".
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
@@ -17,7 +19,10 @@ def load_model(model: Any) -> Any:
     """``model`` itself, or the model that ``from_pretrained(model)`` loads for a string.
 
     Encoder–decoder checkpoints load with their language-model head, so that
-    capture can generate a target.
+    capture can generate a target. A Hub name found neither on disk nor in the
+    cache raises :class:`~attnscope.errors.ModelNotFoundError`, whose first line
+    says where attnscope looked and how to fix it, above transformers' own
+    message. Loading shows no progress bar (in a notebook it would stay in the cell).
 
     Examples
     --------
@@ -31,18 +36,17 @@ def load_model(model: Any) -> Any:
         from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
         try:
-            config = AutoConfig.from_pretrained(name)
-            auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModel
-            return auto.from_pretrained(name)
-        except (OSError, ValueError) as err:
-            where = "the folder" if Path(name).is_dir() else "the Hugging Face Hub"
-            first = (str(err).strip().splitlines() or [""])[0][:200]
-            raise AttnscopeError(
-                f"could not load a model from {name!r} ({where}): {type(err).__name__}: "
-                f"{first} Check the name, pass the folder that save_pretrained wrote, or load "
-                "the model yourself and pass it (offline, only local folders and models "
-                "already in the Hugging Face cache load)."
-            ) from err
+            with quiet_progress():
+                config = AutoConfig.from_pretrained(name)
+                auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModel
+                return auto.from_pretrained(name)
+        except OSError as err:
+            if not Path(name).is_dir() and not _in_cache(name):
+                # transformers' message is in ours, below attnscope's line: one error, not two.
+                raise ModelNotFoundError(not_found(name, err)) from None
+            raise _load_failed(name, err) from err
+        except ValueError as err:
+            raise _load_failed(name, err) from err
     from transformers import PreTrainedModel
 
     if not isinstance(model, PreTrainedModel):
@@ -52,6 +56,28 @@ def load_model(model: Any) -> Any:
             "AttentionTrace.from_module."
         )
     return model
+
+
+def _load_failed(name: str, err: BaseException) -> AttnscopeError:
+    where = "the folder" if Path(name).is_dir() else "the Hugging Face Hub"
+    first = (str(err).strip().splitlines() or [""])[0][:200]
+    return AttnscopeError(
+        f"could not load a model from {name!r} ({where}): {type(err).__name__}: "
+        f"{first} Check the name, pass the folder that save_pretrained wrote, or load "
+        "the model yourself and pass it (offline, only local folders and models "
+        "already in the Hugging Face cache load)."
+    )
+
+
+def _in_cache(name: str) -> bool:
+    """Whether the Hugging Face cache holds ``name``'s config (then another error is the cause)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        found = try_to_load_from_cache(name, "config.json")
+    except Exception:  # a name the hub library refuses: not in the cache
+        return False
+    return isinstance(found, str)
 
 
 def check_model_name(name: str) -> str:
@@ -86,6 +112,55 @@ def check_model_name(name: str) -> str:
             "itself (AutoModel.from_pretrained(...))."
         )
     return name
+
+
+@contextmanager
+def quiet_progress() -> Iterator[None]:
+    """Hide transformers' progress bars ("Loading weights") for the block, then restore them.
+
+    Examples
+    --------
+    >>> from transformers.utils import logging
+    >>> with quiet_progress():
+    ...     logging.is_progress_bar_enabled()
+    False
+    """
+    from transformers.utils import logging
+
+    was_enabled = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        if was_enabled:
+            logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+
+
+def not_found(name: str, err: BaseException) -> str:
+    """Attnscope's line on a name that did not load: where it looked, how to fix it.
+
+    Then transformers' own message, on the lines below.
+
+    Examples
+    --------
+    >>> print(not_found("no-such/model", OSError("We couldn't connect")))  # doctest: +ELLIPSIS
+    attnscope found no model 'no-such/model': no local folder ..., not in the Hugging Face cache ...
+    transformers said: OSError: We couldn't connect
+    """
+    from huggingface_hub import constants
+
+    folder = Path(name).expanduser().resolve()
+    cache = Path(constants.HF_HUB_CACHE)
+    offline = constants.HF_HUB_OFFLINE or os.environ.get("TRANSFORMERS_OFFLINE") == "1"
+    why = "HF_HUB_OFFLINE=1 forbids downloading it" if offline else "downloading it failed"
+    looked = f"no local folder {folder}, not in the Hugging Face cache ({cache}), and {why}"
+    fix = (
+        f"download it once where there is internet (hf download {name}), check the "
+        "spelling, or pass a local folder that holds config.json"
+    )
+    return f"attnscope found no model {name!r}: {looked}. Fix: {fix}.\ntransformers said: " + (
+        f"{type(err).__name__}: {err}"
+    )
 
 
 def load_tokenizer(model: Any) -> Any:
