@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from attnscope.encode.analysis_chunks import pseudo_heads, sides_words, statistics_meta
 from attnscope.trace import AttentionStream, AttentionTrace
 from attnscope.trace.labels import mend_surrogates
 
@@ -121,17 +122,22 @@ def build_meta(
     ['�']
     """
     streams = {name: _stream_meta(name, s) for name, s in trace.streams.items()}
+    sides: dict[str, dict[str, Any] | None] = {"source": trace.source.to_json(), "target": None}
+    if trace.target is not None:
+        sides["target"] = trace.target.to_json()
+    for side, words in sides_words(trace).items():
+        described = sides[side]
+        if described is not None:
+            described["words"] = words
     first = trace.stream
     model = trace.metadata.get("model_type") or trace.metadata.get("source") or "attention"
     meta: dict[str, Any] = mend_strings(
         {
             "protocol": PROTOCOL_VERSION,
             "title": f"{model} · {first.num_layers} layers × {first.num_heads} heads",
-            "sides": {
-                "source": trace.source.to_json(),
-                "target": None if trace.target is None else trace.target.to_json(),
-            },
+            "sides": sides,
             "streams": streams,
+            "statistics": statistics_meta(),
             "neuron_unavailable": _neuron_unavailable(trace),
             "generation": generation_meta(trace),
             "notes": [*trace.notes, *notes],
@@ -177,6 +183,7 @@ def _stream_meta(name: str, stream: AttentionStream) -> dict[str, Any]:
         "thumb_rows": rows,
         "thumb_cols": cols,
         "top_k": stream_top_k(stream),
+        "pseudo_heads": pseudo_heads(stream),
     }
 
 
