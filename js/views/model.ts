@@ -39,7 +39,8 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   only.append(onlyBox, " generated rows only");
   L.on(onlyBox, "change", () => store.set({ generated_only: onlyBox.checked }));
   const statistics = meta.statistics ?? [];
-  if (statistics.length) bar.append(rankSelect(L, store, statistics));
+  const rankBy = statistics.length ? rankSelect(L, store, statistics) : null;
+  if (rankBy) bar.append(rankBy);
   bar.append(only, hint);
   if (meta.comparison) bar.append(gridOrderSelect(L, store));
   const status = h("div", "attnscope-status");
@@ -107,6 +108,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
       paintAll(p, scene());
     }
     view.dataset.rankedBy = ranked() ? (store.get().rank_by ?? "") : "";
+    if (rankBy) rankBy.value = store.get().rank_by ?? "";
     markDrawn(view, !!thumbs && !thumbs.error);
   }
   const sched = scheduler(draw);
