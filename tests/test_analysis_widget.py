@@ -133,3 +133,28 @@ def test_analysis_traits_are_normalised_and_clamped_to_the_stream() -> None:
     w.stream = "decoder"
     w.queries = [0, 2]
     assert (w.words, w.hide_special, w.log_scale, w.rank_by) == (True, True, True, "induction")
+
+
+def test_streams_too_long_for_a_layer_offer_no_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    from attnscope.encode.chunks import all_keys
+    from attnscope.trace import stream as stream_module
+
+    trace = small_enc_dec()
+    monkeypatch.setattr(stream_module, "MAX_ATTENTION_BYTES", 4 * 2 * 3 * 5)  # cross fits
+    keys = all_keys(trace)
+    assert "stats:cross" in keys
+    assert "pseudo:cross:0" in keys
+    assert not [k for k in keys if k.startswith(("stats:encoder", "pseudo:encoder"))]
+    assert AttentionWidget(trace)._meta["streams"]["encoder"]["pseudo_heads"] == []
+    with pytest.raises(ValueError, match="too long for head statistics"):
+        parse_key("stats:encoder", trace)
+
+
+def test_comparisons_offer_no_analysis_chunks() -> None:
+    from attnscope.encode.comparison import ComparisonChunks
+
+    trace = AttentionTrace(list("abc"), np.full((1, 2, 3, 3), 1 / 3, np.float32))
+    chunks = ComparisonChunks(attnscope.compare(trace, trace))
+    assert not [k for k in chunks.all_keys() if "stats:" in k or "pseudo:" in k]
+    with pytest.raises(ValueError, match="no head statistics"):
+        chunks.parse("a/stats:self")

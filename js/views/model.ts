@@ -38,7 +38,8 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   const only = h("label", "attnscope-check", { title: "Each cell shows only the rows of the generated tokens" });
   only.append(onlyBox, " generated rows only");
   L.on(onlyBox, "change", () => store.set({ generated_only: onlyBox.checked }));
-  const statistics = meta.statistics ?? [];
+  // A comparison has no statistics of its own (docs/protocol.md, "Comparisons").
+  const statistics = meta.comparison ? [] : meta.statistics ?? [];
   const rankBy = statistics.length ? rankSelect(L, store, statistics) : null;
   if (rankBy) bar.append(rankBy);
   bar.append(only, hint);

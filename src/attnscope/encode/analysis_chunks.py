@@ -20,17 +20,46 @@ from attnscope.analysis.statistics import STATISTICS, statistic_table
 from attnscope.analysis.words import word_ids
 from attnscope.encode.arrays import F32Array, NamedArray, quantize_rows, top_keys
 from attnscope.trace import AttentionStream, AttentionTrace
+from attnscope.trace import stream as stream_module
 
 ROLLOUT_MAX_TOKENS = 1024
 """Longest input the ``rollout`` pseudo-head is offered for: layer ``l`` costs ``l``
 products of ``n x n`` matrices."""
 
 
+def analysable(stream: AttentionStream) -> bool:
+    """Whether one layer of ``stream`` fits in memory, as its statistics and pseudo-heads need.
+
+    They read a whole layer at a time (``stream.layer_attention``), which a long
+    input computed on demand may not allow (``attnscope.trace.stream.MAX_ATTENTION_BYTES``);
+    such a stream offers no ``stats:`` or ``pseudo:`` chunk.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> analysable(AttentionStream(np.full((1, 2, 3, 3), 1 / 3, np.float32)))
+    True
+    """
+    layer_bytes = 4 * stream.num_heads * stream.q_len * stream.k_len
+    return layer_bytes <= stream_module.MAX_ATTENTION_BYTES
+
+
+def unanalysable_reason(stream: AttentionStream) -> str:
+    """Why ``stream`` has no statistics or pseudo-heads (for the chunk's error message)."""
+    return (
+        f"stream {stream.name!r} is too long for head statistics and pseudo-heads: they "
+        f"read a whole layer ({stream.num_heads} heads x {stream.q_len} x {stream.k_len}), "
+        "more than attnscope.trace.stream.MAX_ATTENTION_BYTES allows; use "
+        "attnscope.head_stats on a shorter input."
+    )
+
+
 def pseudo_heads(stream: AttentionStream) -> list[str]:
     """The pseudo-heads a stream offers, in chunk order: ``"mean"``, then ``"rollout"``.
 
     Rollout needs self-attention (queries and keys the same tokens) over
-    consecutive layers, and at most :data:`ROLLOUT_MAX_TOKENS` tokens.
+    consecutive layers, and at most :data:`ROLLOUT_MAX_TOKENS` tokens; a stream
+    whose layers do not fit in memory (:func:`analysable`) offers none.
 
     Examples
     --------
@@ -40,6 +69,8 @@ def pseudo_heads(stream: AttentionStream) -> list[str]:
     >>> pseudo_heads(AttentionStream(np.full((2, 1, 3, 3), 1 / 3, np.float32), layers=(0, 4)))
     ['mean']
     """
+    if not analysable(stream):
+        return []
     square = stream.query_side == stream.key_side and stream.q_len == stream.k_len
     consecutive = all(b == a + 1 for a, b in pairwise(stream.layers))
     if square and consecutive and stream.q_len <= ROLLOUT_MAX_TOKENS:

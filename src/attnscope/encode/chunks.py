@@ -16,7 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from attnscope.encode.analysis_chunks import pseudo_arrays, stats_arrays
+from attnscope.encode.analysis_chunks import (
+    analysable,
+    pseudo_arrays,
+    stats_arrays,
+    unanalysable_reason,
+)
 from attnscope.encode.arrays import (
     NamedArray,
     qk_arrays,
@@ -29,6 +34,9 @@ from attnscope.encode.selection import VIEWS, ViewName, check_views
 from attnscope.trace import AttentionTrace
 
 ChunkKind = Literal["thumbs", "top", "attn", "qk", "stats", "pseudo"]
+
+ANALYSIS_KINDS = ("stats", "pseudo")
+"""Chunk kinds of one trace's analysis, which a comparison does not offer."""
 
 _PARTS: dict[str, int] = {"thumbs": 2, "top": 3, "attn": 4, "qk": 4, "stats": 2, "pseudo": 3}
 
@@ -107,6 +115,8 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
             f"head {numbers[1]} is out of range: stream {parts[1]!r} has "
             f"{stream.num_heads} heads (0..{stream.num_heads - 1})."
         )
+    if kind in ("stats", "pseudo") and not analysable(stream):
+        raise ValueError(unanalysable_reason(stream))
     if kind == "qk" and not stream.has_qk:
         raise ValueError(
             f"stream {parts[1]!r} recorded no query/key vectors, so it has no qk chunks."
@@ -245,7 +255,10 @@ def all_keys(
     views = check_views(views)
     first = stream if stream is not None else next(iter(trace.streams))
     names = [first, *(n for n in trace.streams if n != first)]
-    keys = [k for n in names for k in (f"thumbs:{n}", f"stats:{n}")] if "model" in views else []
+    fits = {n: analysable(trace.streams[n]) for n in names}
+    keys: list[str] = []
+    if "model" in views:  # statistics only where a layer fits in memory
+        keys = [k for n in names for k in (f"thumbs:{n}", f"stats:{n}")[: 1 + fits[n]]]
     generation = generation_meta(trace)
     if generation is not None and "model" in views:  # the model view's generated rows
         keys.append(f"thumbs:{generation['stream']}:{generation['prompt_length']}")
@@ -257,7 +270,7 @@ def all_keys(
         layer_order += [(name, position) for position in order]
     if "head" in views:
         keys += [f"top:{name}:{position}" for name, position in layer_order]
-        keys += [f"pseudo:{name}:{position}" for name, position in layer_order]
+        keys += [f"pseudo:{name}:{position}" for name, position in layer_order if fits[name]]
     preview: list[str] = []
     for name, position in layer_order:
         s = trace.streams[name]
