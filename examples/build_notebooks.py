@@ -577,14 +577,23 @@ print(merged.shape, "rows sum to", merged.sum(axis=-1).round(3))
         """
 ## The same in the views
 
-The model view shows every head; the head view one layer at a time.
+The model view ranks each layer's heads by a statistic and badges every cell
+with its value (`rank_by`; the select above the grid changes it, and hovering a
+cell lists all its statistics). The head view offers the mean of heads and the
+rollout as pseudo-heads, a words toggle, "hide special" with renormalisation, a
+log scale, and shift-click to sum several queries; each is a trait too.
 """
     ),
     code(
         """
-from attnscope import show_model_view
-
-show_model_view(trace)
+w = attnscope.AttentionWidget(trace, view="model", rank_by="prev")
+w
+"""
+    ),
+    code(
+        """
+w.view, w.layer, w.pseudo_heads, w.hide_special = "head", 2, ["mean", "rollout"], True
+w.rank_by, w.pseudo_heads
 """
     ),
 ]

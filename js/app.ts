@@ -7,6 +7,7 @@ import { offeredViews } from "./offered_views";
 import { THEMES } from "./selection";
 import { resolveTheme, watchHostTheme } from "./theme";
 import { defaultQuery, querySide, streamOf } from "./tokens";
+import { clampAnalysis } from "./views/head_analysis";
 import type { AppState, Cleanup, DataSource, Meta, Store, ViewContext, ViewName } from "./types";
 import { h, listeners } from "./views/common";
 import { comparedSide, compareToggle, comparisonSummary } from "./views/compare_toggle";
@@ -130,6 +131,7 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
     if (s.head < 0 || s.head >= sm.num_heads) patch.head = 0;
     if (s.query != null && (s.query < 0 || s.query >= sm.q_len)) patch.query = null;
     if (s.key != null && (s.key < 0 || s.key >= sm.k_len)) patch.key = null;
+    Object.assign(patch, clampAnalysis(s, sm));
     store.set(patch);
   }
 

@@ -16,3 +16,9 @@ export const qkKey = (stream: string, layer: number, head: number): string => `q
 
 /** A chunk of one side of a comparison (docs/protocol.md, "Comparisons"): `a/`, `b/` or `diff/` before any key above. */
 export const sideKey = (side: string, key: string): string => `${side}/${key}`;
+
+/** Every head statistic of every layer (model view badges and ranking). */
+export const statsKey = (stream: string): string => `stats:${stream}`;
+
+/** One layer's pseudo-heads (mean of heads, rollout), in the `top:` format (head view). */
+export const pseudoKey = (stream: string, layer: number): string => `pseudo:${stream}:${layer}`;

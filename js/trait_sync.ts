@@ -25,8 +25,8 @@ export function syncSelection(model: ModelHost, store: Store<AppState>, offered:
   const handlers = SELECTION_KEYS.map((k) => {
     const fn = (): void => {
       const v = model.get(k);
-      // null clears a selected token or step; for any other trait it means "not set": keep ours.
-      if (v !== undefined && v !== null || k === "query" || k === "key" || k === "step") store.set({ [k]: v } as Partial<AppState>);
+      // null clears a selected token, the step or the ranking; for any other trait it means "not set": keep ours.
+      if (v !== undefined && v !== null || k === "query" || k === "key" || k === "step" || k === "rank_by") store.set({ [k]: v } as Partial<AppState>);
     };
     model.on(`change:${k}`, fn);
     return [k, fn] as const;

@@ -9,6 +9,8 @@ export interface SideMeta {
   segments?: number[] | null;
   /** Per token: a piece that continues the word before it (`##bel`); absent in older pages. */
   continues?: boolean[];
+  /** The word each token belongs to, numbered 0, 1, ... (attnscope.analysis.word_ids). */
+  words?: number[];
 }
 
 export interface StreamMeta {
@@ -28,6 +30,16 @@ export interface StreamMeta {
   thumb_rows: number;
   thumb_cols: number;
   top_k: number;
+  /** The pseudo-heads of `pseudo:` chunks, in chunk order ("mean", then "rollout" where it applies). */
+  pseudo_heads?: string[];
+}
+
+/** One head statistic of the `stats:` chunk (attnscope.analysis.STATISTICS). */
+export interface StatisticMeta {
+  name: string;
+  label: string;
+  formula: string;
+  source: string;
 }
 
 export interface Meta {
@@ -38,6 +50,8 @@ export interface Meta {
   neuron_unavailable?: string | null;
   notes?: string[];
   embedded?: boolean;
+  /** The statistics of `stats:` chunks, in array order; absent in older pages. */
+  statistics?: StatisticMeta[];
   /** The views offered, in tab order; absent (older pages): all three. */
   views?: ViewName[];
   /** Set when the widget shows a comparison of two inputs (docs/protocol.md, "Comparisons"). */
@@ -97,6 +111,18 @@ export interface Selection {
   step: number | null;
   /** Model view: only the generated tokens' rows. */
   generated_only: boolean;
+  /** Model view: the statistic that badges cells and orders each layer's heads; null for none. */
+  rank_by: string | null;
+  /** Head view: pseudo-heads ("mean", "rollout") drawn beside the selected heads. */
+  pseudo_heads: string[];
+  /** Head view: query tokens whose attention is summed (shift-click); [] for the single query. */
+  queries: number[];
+  /** Head view: rows are words; `query`/`queries` keep token indices (a word's first piece). */
+  words: boolean;
+  /** Head view: hide the first and special tokens, renormalising each row over the keys left. */
+  hide_special: boolean;
+  /** Head view: opacity and bars on a log scale. */
+  log_scale: boolean;
 }
 
 /** Selection plus state that lives only in the browser. */

@@ -185,14 +185,6 @@ def test_model_folder_without_config(tmp_path: Path) -> None:
         attnscope.capture(tmp_path / "weights.bin", TEXT)
 
 
-def test_hub_name_that_cannot_be_loaded_offline() -> None:
-    with pytest.raises(AttnscopeError) as caught:
-        attnscope.capture("attnscope-test/no-such-model", TEXT)
-    message = str(caught.value)
-    assert "could not load a model from 'attnscope-test/no-such-model'" in message
-    assert "pass the folder that save_pretrained wrote" in message
-
-
 # -- traces --------------------------------------------------------------------------------
 
 

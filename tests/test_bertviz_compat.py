@@ -122,10 +122,10 @@ def test_returned_pages_hold_one_view_like_bertviz(minilm_pair: dict[str, Any]) 
     attention, tokens = minilm_pair["attention"], minilm_pair["tokens"]
     head = head_view(attention, tokens, html_action="return").data
     assert '"views":["head"]' in head
-    assert page_chunk_kinds(head) == {"top"}  # no thumbs, no attn, no qk
+    assert page_chunk_kinds(head) == {"top", "pseudo"}  # no thumbs, no attn, no qk
     model = model_view(attention, tokens, html_action="return").data
     assert '"views":["model"]' in model
-    assert page_chunk_kinds(model) == {"thumbs", "attn"}
+    assert page_chunk_kinds(model) == {"thumbs", "stats", "attn"}
     # The widget keeps every view and opens on the one named.
     w = model_view(attention, tokens)
     assert (w.views, w.view) == (("head", "model", "neuron"), "model")

@@ -265,8 +265,8 @@ def test_reply_batches_stay_under_the_cap_and_keep_order() -> None:
 def test_all_keys_cover_every_chunk_current_layer_first() -> None:
     trace = qk_trace(np.random.default_rng(9))
     keys = all_keys(trace, layer=1)
-    assert keys[:2] == ["thumbs:self", "top:self:1"]
-    assert len(keys) == len(set(keys)) == 1 + 2 * (1 + 4 + 4)
+    assert keys[:3] == ["thumbs:self", "stats:self", "top:self:1"]
+    assert len(keys) == len(set(keys)) == 2 + 2 * (1 + 1 + 4 + 4)
     for key in keys:
         parse_key(key, trace)
 

@@ -122,13 +122,14 @@ def test_budget_keeps_thumbnails_and_the_current_layer_first(qk_trace: Attention
     w = AttentionWidget(qk_trace, layer=1)
     full = embedded(page_html(w), "attnscope-chunks")
     keys = all_keys(qk_trace, layer=1)
-    # Thumbnails, then every layer's top keys (current layer first) so the head view
-    # can switch layers, then the current layer's neuron data.
-    assert keys[:4] == ["thumbs:self", "top:self:1", "top:self:0", "qk:self:1:0"]
-    budget = sum(len(full[k]["data"]) + 200 for k in keys[:4])
+    # Thumbnails and statistics, then every layer's top keys (current layer first) so the
+    # head view can switch layers, its pseudo-heads, then the current layer's neuron data.
+    first = ["thumbs:self", "stats:self", "top:self:1", "top:self:0", "pseudo:self:1"]
+    assert keys[:6] == [*first, "pseudo:self:0"]
+    budget = sum(len(full[k]["data"]) + 200 for k in first)
     page = page_html(w, max_bytes=budget)
     chunks = embedded(page, "attnscope-chunks")
-    assert set(chunks) == {"thumbs:self", "top:self:1", "top:self:0", "qk:self:1:0"}
+    assert set(chunks) == set(first)
     notes = embedded(page, "attnscope-state")["_meta"]["notes"]
     assert any("left out" in n and "max_bytes" in n for n in notes)
 
@@ -144,12 +145,12 @@ def chunk_kinds(page: str) -> dict[str, set[str]]:
 @pytest.mark.parametrize(
     ("views", "kinds"),
     [
-        (("head",), {"top"}),
-        (("model",), {"thumbs", "attn"}),
+        (("head",), {"top", "pseudo"}),
+        (("model",), {"thumbs", "stats", "attn"}),
         (("neuron",), {"qk", "attn"}),
-        (("head", "model"), {"top", "thumbs", "attn"}),
-        (("neuron", "head"), {"qk", "attn", "top"}),
-        (("head", "model", "neuron"), {"top", "thumbs", "attn", "qk"}),
+        (("head", "model"), {"top", "pseudo", "thumbs", "stats", "attn"}),
+        (("neuron", "head"), {"qk", "attn", "top", "pseudo"}),
+        (("head", "model", "neuron"), {"top", "pseudo", "thumbs", "stats", "attn", "qk"}),
     ],
 )
 def test_page_holds_only_the_chunks_its_views_need(
@@ -161,8 +162,8 @@ def test_page_holds_only_the_chunks_its_views_need(
     assert sorted(k for keys in found.values() for k in keys) == sorted(
         all_keys(qk_trace, layer=1, views=views)
     )
-    for kind in kinds - {"thumbs"}:  # every layer, every head
-        per_layer = 1 if kind == "top" else qk_trace.stream.num_heads
+    for kind in kinds - {"thumbs", "stats"}:  # every layer, every head
+        per_layer = 1 if kind in ("top", "pseudo") else qk_trace.stream.num_heads
         assert len(found[kind]) == qk_trace.stream.num_layers * per_layer
     state = embedded(page, "attnscope-state")
     assert state["_meta"]["views"] == list(views)
@@ -172,8 +173,15 @@ def test_page_holds_only_the_chunks_its_views_need(
 def test_chunk_order_follows_the_views_needs(qk_trace: AttentionTrace) -> None:
     keys = all_keys(qk_trace, layer=1, views=("head", "model"))
     # Model view's hover preview (full-resolution weights) comes after every top chunk.
-    assert keys[:3] == ["thumbs:self", "top:self:1", "top:self:0"]
-    assert all(k.startswith("attn:") for k in keys[3:])
+    assert keys[:6] == [
+        "thumbs:self",
+        "stats:self",
+        "top:self:1",
+        "top:self:0",
+        "pseudo:self:1",
+        "pseudo:self:0",
+    ]
+    assert all(k.startswith("attn:") for k in keys[6:])
     neuron = all_keys(qk_trace, layer=1, views=("neuron",))
     assert neuron[:2] == ["qk:self:1:0", "attn:self:1:0"]
     assert neuron[8] == "qk:self:0:0"  # the current layer's 4 heads first
@@ -186,7 +194,7 @@ def test_page_views_default_to_the_widgets(qk_trace: AttentionTrace) -> None:
     assert w.view == "model"
     page = page_html(w)
     assert embedded(page, "attnscope-state")["_meta"]["views"] == ["model", "neuron"]
-    assert set(chunk_kinds(page)) == {"thumbs", "attn", "qk"}
+    assert set(chunk_kinds(page)) == {"thumbs", "stats", "attn", "qk"}
     # A page without the widget's current view opens on its first view.
     state = embedded(page_html(w, views=("head",)), "attnscope-state")
     assert (state["view"], state["_meta"]["views"]) == ("head", ["head"])

@@ -4,14 +4,18 @@
 // rows in head_tokens.ts and the toolbar in head_controls.ts; this file wires
 // them to the store and the chunks.
 import { hex, readTheme, type ThemeColors } from "../colors";
-import { topKey } from "../chunk_keys";
+import { pseudoKey, topKey } from "../chunk_keys";
 import { saveButtons } from "../export_image";
 import { canvasPainter } from "../paint/canvas_painter";
 import type { Painter } from "../paint/painter";
-import { keySide, querySide, streamOf, type Side } from "../tokens";
+import { streamOf } from "../tokens";
 import type { AppState, Chunk, Cleanup, ViewContext } from "../types";
 import { fmt, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, watchResize, widthOf } from "./common";
 import { generationClasses, generationOf, type Generation } from "../generation";
+import {
+  analyse, analysisControls, displayOf, offeredPseudo, pseudoColor, rowOf, summedRows, sums, tokenOf,
+  type Analysed, type Display,
+} from "./head_analysis";
 import { headSwatches, pairFilterSelect } from "./head_controls";
 import {
   collectLines, emptyLines, focusedQuery, headLayout, keyWeights, MAX_LINES, offscreenKeys, ROW, rowMax, topRowsOf,
@@ -27,6 +31,8 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   const { meta, store, data, root } = ctx;
   /** A comparison's A − B: signed lines in diverging colours. */
   const signed = ctx.side === "diff";
+  /** The analysis switches apply to one trace's weights; a comparison's rows are aligned pairs. */
+  const analysing = !meta.comparison;
   const L = listeners();
   const view = h("div", "attnscope-view attnscope-headview", { "data-testid": "head-view", "data-ready": "false", "data-draws": "0" });
   const bar = h("div", "attnscope-toolbar");
@@ -53,19 +59,47 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   let lines = emptyLines();
   let theme: ThemeColors = readTheme(root, st().resolved_theme === "dark");
   let colors: string[] = [];
-  let sideQ: Side = querySide(meta, stream());
-  let sideK: Side = keySide(meta, stream());
   let generation: Generation | null = null;
   let steps: StepControl | null = null;
   let scale: LineScale = "weight";
+  let display: Display = displayOf(meta, stream(), analysing && st().words);
+  let pseudo: Chunk | null = null;
+  let pseudoChunkKey = "";
   const swatches = headSwatches(swatchBox, L, store, () => stream().num_heads);
+  const analysis = analysisControls(analysing ? bar : h("div"), L, store, () => (analysing ? offeredPseudo(stream()) : []));
 
-  const layout = (width = widthOf(viewport)): HeadLayout => {
-    const s = stream();
-    return headLayout(s.q_len, s.k_len, width, viewport.scrollTop);
+  const layout = (width = widthOf(viewport)): HeadLayout =>
+    headLayout(display.sideQ.labels.length, display.sideK.labels.length, width, viewport.scrollTop);
+  /** The query rows summed (shift-click), as display rows; [] for one query. */
+  const summed = (): number[] => summedRows(display, st().queries);
+  /** The pseudo-heads shown, as line indices after the real heads. */
+  const shownPseudo = (): number[] => {
+    const offered = analysing ? offeredPseudo(stream()) : [];
+    return st().pseudo_heads.map((p) => offered.indexOf(p)).filter((i) => i >= 0).map((i) => stream().num_heads + i);
   };
-  const loaded = (): TopRows | null => (chunk && !chunk.error ? topRowsOf(chunk, stream().q_len, stream().top_k) : null);
-  const shownHeads = (): number[] => st().heads.filter((x) => x >= 0 && x < stream().num_heads);
+  let analysed: { sig: string; value: Analysed } | null = null;
+  /** The loaded layer through the analysis switches (recomputed only when one of them, or a chunk, changes). */
+  const current = (): Analysed | null => {
+    if (!chunk || chunk.error || !analysing) return null;
+    const sm = stream(), s = st();
+    const withPseudo = s.pseudo_heads.length > 0 && !!pseudo && !pseudo.error;
+    const keep = hover ? [] : summed();
+    const sig = [chunk.key, withPseudo ? pseudo?.key : "", s.words, s.hide_special, s.log_scale, keep.join(",")].join("|");
+    if (analysed?.sig !== sig) {
+      analysed = { sig, value: analyse({
+        top: topRowsOf(chunk, sm.q_len, sm.top_k), heads: sm.num_heads,
+        pseudo: withPseudo && pseudo ? topRowsOf(pseudo, sm.q_len, sm.top_k) : null, pseudoHeads: offeredPseudo(sm).length,
+        display, hide: s.hide_special, log: s.log_scale, keep,
+      }) };
+    }
+    return analysed.value;
+  };
+  const loaded = (): TopRows | null => {
+    if (analysing) return current()?.lines ?? null;
+    return chunk && !chunk.error ? topRowsOf(chunk, stream().q_len, stream().top_k) : null;
+  };
+  const shownHeads = (): number[] => [...st().heads.filter((x) => x >= 0 && x < stream().num_heads), ...shownPseudo()];
+  const lineHeads = (): number => stream().num_heads + offeredPseudo(stream()).length;
 
   /** The current lines into `lines` (capacity kept between draws). */
   function collect(g: HeadLayout): void {
@@ -73,11 +107,11 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     if (!top) { lines.n = 0; return; }
     lines = collectLines(lines, top, g, {
       heads: shownHeads(),
-      query: focusedQuery(hover, st().query),
+      query: summed().length && !hover ? -1 : focusedQuery(hover, rowOf(display.wordsQ, st().query)),
       key: hover?.side === "key" ? hover.i : -1,
       pairFilter: st().pair_filter,
-      segQ: sideQ.segments,
-      segK: sideK.segments,
+      segQ: display.sideQ.segments,
+      segK: display.sideK.segments,
       cap: MAX_LINES,
       relative: scale === "row",
     });
@@ -87,24 +121,46 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   function paintCanvasPart(p: Painter, g: HeadLayout): { above: number; below: number } {
     collect(g);
     if (signed) paintSignedLines(p, lines, g, theme);
-    else paintLines(p, lines, g, colors, stream().num_heads, headOffsets(shownHeads(), stream().num_heads));
+    else paintLines(p, lines, g, colors, lineHeads(), headOffsets(shownHeads(), lineHeads()));
     const edges = offscreenKeys(lines, g.height);
     paintOffscreenCounts(p, edges, g, theme);
     return edges;
   }
 
-  /** Max weight over the selected heads from the focused query to each key; null when no query is focused. */
+  /**
+   * Max weight over the selected heads from the focused query to each key; for
+   * several queries, their summed weight divided by their number (so a bar fits);
+   * null when no query is focused.
+   */
   let keyW = new Float32Array(0);
   function focusWeights(): Float32Array | null {
-    const sm = stream();
-    if (keyW.length !== sm.k_len) keyW = new Float32Array(sm.k_len);
-    const f = focusedQuery(hover, st().query);
+    const kLen = display.sideK.labels.length, qLen = display.sideQ.labels.length;
+    if (keyW.length !== kLen) keyW = new Float32Array(kLen);
+    const group = hover ? [] : summed();
+    const a = current();
+    if (group.length && a) {
+      const total = sums(a, shownHeads(), group);
+      for (let k = 0; k < kLen; k++) keyW[k] = (total[k] as number) / group.length;
+      return keyW;
+    }
+    const f = focusedQuery(hover, rowOf(display.wordsQ, st().query));
     const top = loaded();
-    if (f < 0 || f >= sm.q_len || !top) return null;
+    if (f < 0 || f >= qLen || !top) return null;
     keyWeights(keyW, top, shownHeads(), f);
     const rm = rowMax(top, shownHeads(), f);
     if (scale === "row" && rm > 0) for (let k = 0; k < keyW.length; k++) keyW[k] = (keyW[k] as number) / rm;
     return keyW;
+  }
+
+  /** The status line for several queries: how many, and the keys their summed attention goes to most. */
+  function summedStatus(): string | null {
+    const group = hover ? [] : summed();
+    const a = current();
+    if (!group.length || !a) return null;
+    const total = sums(a, shownHeads(), group);
+    const best = Array.from(total, (w, k) => [w, k] as const).sort((x, y) => y[0] - x[0]).slice(0, 3);
+    const names = best.map(([w, k]) => `${display.sideK.labels[k] ?? k} ${w.toFixed(2)}`).join(", ");
+    return `Summed attention of ${group.length} queries (shift-click toggles one): ${names}`;
   }
 
   function draw(): void {
@@ -114,16 +170,22 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     if (!width) return;
     const g = layout(width);
     const s = st();
-    const sm = stream();
     viewport.style.height = `${g.height}px`;
     body.style.height = `${g.rows * ROW}px`;
     const extra = (i: number): string => generationClasses(generation, s.step, i);
     const marks = (side: "query" | "key", selected: number | null, weights: Float32Array | null) =>
-      ({ selected, hovered: hover?.side === side ? hover.i : null, weights, barColor: theme.accent, extra });
-    placeRows(colQ, sideQ, sm.q_len, g.first, g.last, marks("query", s.query, null));
-    placeRows(colK, sideK, sm.k_len, g.first, g.last, marks("key", s.key, focusWeights()));
+      ({ selected, hovered: hover?.side === side ? hover.i : null, weights, barColor: theme.accent,
+         extra: (i: number) => extra(tokenOf(side === "query" ? display.startsQ : display.startsK, i)) });
+    const group = summed();
+    placeRows(colQ, display.sideQ, display.sideQ.labels.length, g.first, g.last, { ...marks("query", rowOf(display.wordsQ, s.query), null), group });
+    placeRows(colK, display.sideK, display.sideK.labels.length, g.first, g.last, marks("key", rowOf(display.wordsK, s.key), focusWeights()));
     swatches.sync();
     steps?.sync();
+    analysis.sync();
+    const note = summedStatus();
+    if (note || view.dataset.summed) setStatus(status, note);
+    if (note) view.dataset.summed = String(group.length);
+    else delete view.dataset.summed;
     if (pairSelect) pairSelect.value = s.pair_filter;
     const dpr = window.devicePixelRatio || 1;
     const c = sizeCanvas(canvas, g.width, g.height, dpr);
@@ -132,11 +194,11 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
       c.clearRect(0, 0, g.width, g.height);
       edges = paintCanvasPart(canvasPainter(c, theme.font, dpr), g);
     }
-    const top = loaded(), f = focusedQuery(hover, s.query);
-    const rm = top && f >= 0 && f < sm.q_len ? rowMax(top, shownHeads(), f) : 0;
+    const top = loaded(), f = focusedQuery(hover, rowOf(display.wordsQ, s.query));
+    const rm = top && f >= 0 && f < display.sideQ.labels.length ? rowMax(top, shownHeads(), f) : 0;
     scaleBox.legend.textContent = scaleLegend(scale, f >= 0 ? rm : null);
     // A focused row whose every weight is under 1/255 draws nothing: say so, and offer the row scale.
-    faint.show(scale === "weight" && rm > 0 && rm * 255 < 1 ? `All weights of “${sideQ.labels[f] ?? f}” are below 1/255 (the largest is ${fmt(rm)}): too faint to draw at this scale.` : null);
+    faint.show(scale === "weight" && rm > 0 && rm * 255 < 1 ? `All weights of “${display.sideQ.labels[f] ?? f}” are below 1/255 (the largest is ${fmt(rm)}): too faint to draw at this scale.` : null);
     view.dataset.lines = String(lines.n);
     view.dataset.width = String(g.width);
     view.dataset.scale = scale;
@@ -157,6 +219,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
       setStatus(status, `Loading layer ${streamOf(meta, s.stream).layers[s.layer] ?? s.layer}…`);
       view.dataset.ready = "false";
     }
+    loadPseudo();
     data.request([key]).then((m) => {
       if (chunkKey !== key) return;
       chunk = m.get(key) ?? { key, arrays: {}, error: "missing" };
@@ -170,8 +233,33 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     sched.request();
   }
 
+  /** The layer's pseudo-heads, once any is shown. */
+  function loadPseudo(): void {
+    const s = st();
+    if (!analysing || !s.pseudo_heads.length || !offeredPseudo(stream()).length) return;
+    const key = pseudoKey(s.stream, s.layer);
+    if (key === pseudoChunkKey && pseudo) return;
+    pseudoChunkKey = key;
+    pseudo = data.peek(key) ?? null;
+    if (pseudo) return;
+    data.request([key]).then((m) => {
+      if (pseudoChunkKey !== key) return;
+      pseudo = m.get(key) ?? { key, arrays: {}, error: "missing" };
+      if (pseudo.error) setStatus(status, `Could not load ${key}: ${pseudo.error}`, "error");
+      sched.request();
+    }).catch(() => undefined);
+  }
+
   // Interaction.
-  const rowOf = (e: Event): Hover => {
+  /** Shift-click: the group starts from the selected query, then each click adds or removes a token. */
+  const toggledQueries = (token: number): number[] => {
+    const s = st();
+    const cur = s.queries.length ? s.queries : s.query != null ? [s.query] : [];
+    const same = (q: number): boolean => rowOf(display.wordsQ, q) === rowOf(display.wordsQ, token);
+    const next = cur.some(same) ? cur.filter((q) => !same(q)) : [...cur, token];
+    return next.sort((a, b) => a - b);
+  };
+  const rowUnder = (e: Event): Hover => {
     const t = (e.target as HTMLElement | null)?.closest?.("[data-i]") as HTMLElement | null;
     const col = t?.parentElement as HTMLElement | null;
     if (!t || !col?.dataset.side) return null;
@@ -179,15 +267,21 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   };
   for (const col of [colQ.el, colK.el]) {
     L.on(col, "mouseover", (e) => {
-      const r = rowOf(e);
+      const r = rowUnder(e);
       if (r && (r.side !== hover?.side || r.i !== hover.i)) { hover = r; sched.request(); }
     });
     L.on(col, "mouseleave", () => { if (hover) { hover = null; sched.request(); } });
-    L.on(col, "click", (e) => {
-      const r = rowOf(e);
+    L.on<MouseEvent>(col, "click", (e) => {
+      const r = rowUnder(e);
       if (!r) return;
-      if (r.side === "query") store.set({ query: st().query === r.i ? null : r.i });
-      else store.set({ key: st().key === r.i ? null : r.i });
+      if (r.side === "query") {
+        const token = tokenOf(display.startsQ, r.i);
+        if (e.shiftKey) store.set({ queries: toggledQueries(token) });
+        else store.set({ query: st().query === token ? null : token, queries: [] });
+      } else {
+        const token = tokenOf(display.startsK, r.i);
+        store.set({ key: st().key === token ? null : token });
+      }
     });
   }
   L.on(viewport, "scroll", () => sched.request(), { passive: true });
@@ -199,31 +293,41 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     picture: () => {
       const g = layout();
       const s = st();
-      const caption = exportCaption(meta.title ?? "", stream().layers[s.layer] ?? s.layer, shownHeads(), stream().num_heads, s.query == null ? null : sideQ.labels[s.query] ?? null);
+      const caption = exportCaption(meta.title ?? "", stream().layers[s.layer] ?? s.layer, shownHeads(), stream().num_heads, s.query == null ? null : display.sideQ.labels[rowOf(display.wordsQ, s.query) ?? 0] ?? null);
       return {
         width: g.width, height: g.height + CAPTION_H, background: hex(theme.bg), font: theme.font,
         paint: (p) => {
           paintCanvasPart(p, g);
-          paintTokenLabels(p, g, sideQ, sideK, theme, generation?.prompt ?? null, { query: s.query, key: s.key });
+          paintTokenLabels(p, g, display.sideQ, display.sideK, theme, generation ? rowOf(display.wordsQ, generation.prompt) : null, {
+            query: s.query == null ? null : rowOf(display.wordsQ, s.query),
+            key: s.key == null ? null : rowOf(display.wordsK, s.key),
+          });
           paintCaption(p, g, caption, theme);
         },
       };
     },
   });
 
-  function rebuildStream(): void {
-    sideQ = querySide(meta, stream());
-    sideK = keySide(meta, stream());
+  /** Head colours, then the pseudo-heads' colours (their lines come after the real heads). */
+  const lineColors = (): string[] => [...swatches.build(theme.dark), ...offeredPseudo(stream()).map((p) => pseudoColor(p, theme.dark))];
+
+  function rebuildRows(): void {
+    display = displayOf(meta, stream(), analysing && st().words);
     clearRows(colQ);
     clearRows(colK);
-    colors = swatches.build(theme.dark);
+  }
+
+  function rebuildStream(): void {
+    rebuildRows();
+    colors = lineColors();
+    analysis.build(theme.dark);
     pairSelect?.remove();
-    pairSelect = sideQ.segments && sideK.segments ? pairFilterSelect(L, store) : null;
+    pairSelect = display.tokensQ.segments && display.tokensK.segments ? pairFilterSelect(L, store) : null;
     if (pairSelect) bar.prepend(pairSelect);
     generation = generationOf(meta, st().stream);
     steps?.stop();
     steps?.el.remove();
-    steps = generation ? stepControl(L, store, generation, () => sideQ) : null;
+    steps = generation ? stepControl(L, store, generation, () => display.tokensQ) : null;
     if (steps) bar.prepend(steps.el);
   }
 
@@ -238,11 +342,14 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   const unsub = store.subscribe((changed) => {
     if (changed.has("theme_rev")) {
       theme = readTheme(root, st().resolved_theme === "dark");
-      colors = swatches.build(theme.dark);
+      colors = lineColors();
+      analysis.build(theme.dark);
     }
     if (changed.has("stream")) rebuildStream();
+    else if (changed.has("words")) rebuildRows();
+    if (changed.has("pseudo_heads")) loadPseudo();
     if (changed.has("stream") || changed.has("layer")) load();
-    if (changed.has("query") || changed.has("key")) reveal(changed.has("query") ? st().query : st().key);
+    if (changed.has("query") || changed.has("key")) reveal(changed.has("query") ? rowOf(display.wordsQ, st().query) : rowOf(display.wordsK, st().key));
     sched.request();
   });
   const unResize = watchResize(viewport, () => sched.request());

@@ -19,6 +19,8 @@ export interface RowMarks {
   barColor: RGB;
   /** Extra classes of token `i` (generated, not generated yet: js/generation.ts). */
   extra?: (i: number) => string;
+  /** Rows whose attention is summed (several queries), marked; absent for none. */
+  group?: readonly number[];
 }
 
 /** Show rows `first..last` of `side` (its first `n` tokens) in `col`, reusing its pooled elements. */
@@ -44,6 +46,7 @@ export function placeRows(col: TokenColumn, side: Side, n: number, first: number
     let cls = tokenClasses(side, i) + (marks.extra?.(i) ?? "");
     if (marks.selected === i) cls += " is-selected";
     if (marks.hovered === i) cls += " is-hover";
+    if (marks.group?.includes(i)) cls += " is-summed";
     if (d.className !== cls) d.className = cls;
     const w = marks.weights ? (marks.weights[i] ?? 0) : 0;
     const shadow = w > 0.005 ? `inset ${Math.round(w * (COL_W - 8))}px 0 0 ${rgba(marks.barColor, 0.3)}` : "";

@@ -2,7 +2,7 @@
 // head's thumbnail, all drawn into one canvas with one putImageData. The grid's
 // geometry and picture are in model_grid.ts; this file wires them to the store.
 import { hex, readTheme, weightLut, type HeatScale, type ThemeColors } from "../colors";
-import { attnKey, thumbsKey } from "../chunk_keys";
+import { attnKey, statsKey, thumbsKey } from "../chunk_keys";
 import { arr } from "../data";
 import { saveButtons } from "../export_image";
 import { generationOf } from "../generation";
@@ -15,6 +15,7 @@ import { cellAt, GAP, gridGeometry, heatmapTile, paintGrid, placedOrigin, type G
 import { divergenceNote, gridOrder, gridOrderSelect, signedThumbnails } from "./compare_grid";
 import { divergingLut } from "./compare_colors";
 import { AXIS_LEFT, AXIS_TOP, drawPreview as paintPreview, MAP } from "./model_preview";
+import { cellNumbers, layerRanking, paintBadges, rankSelect, statValues } from "./model_stats";
 
 const PREVIEW_W = AXIS_LEFT + MAP + 4;
 const HOVER_FETCH_MS = 120;
@@ -45,6 +46,10 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     scaleSel.append(o);
   }
   const legend = h("span", "attnscope-scale", { "data-testid": "model-scale" });
+  // A comparison has no statistics of its own (docs/protocol.md, "Comparisons").
+  const statistics = meta.comparison ? [] : meta.statistics ?? [];
+  const rankBy = statistics.length ? rankSelect(L, store, statistics) : null;
+  if (rankBy) bar.append(rankBy);
   bar.append(only, hint, scaleSel, legend);
   if (meta.comparison) bar.append(gridOrderSelect(L, store));
   const status = h("div", "attnscope-status");
@@ -89,9 +94,21 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     if (signed) return signedThumbnails(thumbs, sm);
     return { data: a.data as Uint8Array, rows: a.shape[2] ?? sm.thumb_rows, cols: a.shape[3] ?? sm.thumb_cols };
   };
+  let stats: Chunk | null = null;
+  let statsLoaded = "";
+  /** The ranking statistic's values, once its chunk is here; null without a ranking. */
+  const ranked = (): Float32Array | null => statValues(stats, store.get().rank_by);
   const scene = (): GridScene => {
-    const sm = stream(), s = store.get();
-    return { geo, layerNumbers: sm.layers, heads: sm.num_heads, thumbs: thumbnails(), lut, theme, selected: { layer: s.layer, head: s.head }, order: gridOrder(meta, s) };
+    const sm = stream(), s = store.get(), values = ranked();
+    const compared = gridOrder(meta, s);
+    const order = compared ?? (values ? layerRanking(values, sm.layers.length, sm.num_heads) : null);
+    return { geo, layerNumbers: sm.layers, heads: sm.num_heads, thumbs: thumbnails(), lut, theme, selected: { layer: s.layer, head: s.head }, order, orderWithinLayers: !compared };
+  };
+  /** The grid, and the ranking's badges over it. */
+  const paintAll = (p: Parameters<typeof paintGrid>[0], sc: GridScene): void => {
+    paintGrid(p, sc);
+    const values = ranked();
+    if (values && sc.order && sc.orderWithinLayers) paintBadges(p, sc.geo, { values, order: sc.order, layers: sc.layerNumbers.length, heads: sc.heads }, sc.theme);
   };
 
   function draw(): void {
@@ -106,8 +123,10 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     if (c) {
       const p = canvasPainter(c, theme.font, dpr, pixels);
       p.rect(0, 0, geo.width, geo.height, hex(theme.bg));
-      paintGrid(p, scene());
+      paintAll(p, scene());
     }
+    view.dataset.rankedBy = ranked() ? (store.get().rank_by ?? "") : "";
+    if (rankBy) rankBy.value = store.get().rank_by ?? "";
     markDrawn(view, !!thumbs && !thumbs.error);
   }
   const sched = scheduler(draw);
@@ -127,10 +146,26 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     sched.request();
   }
 
+  /** The statistics of the stream, once a ranking is chosen (or to show numbers on hover). */
+  function loadStats(onHover = false): void {
+    const key = statsKey(store.get().stream);
+    if (!statistics.length || !(store.get().rank_by || onHover) || key === statsLoaded) return;
+    statsLoaded = key;
+    stats = data.peek(key) ?? null;
+    data.request([key]).then((m) => {
+      if (key !== statsLoaded) return;
+      stats = m.get(key) ?? { key, arrays: {}, error: "missing" };
+      if (stats.error) setStatus(status, `Could not load ${key}: ${stats.error}`, "error");
+      if (hoverCell) drawPreview(hoverCell);
+      sched.request();
+    }).catch(() => undefined);
+  }
+
+  /** The cell under the pointer, as (layer, head): columns are ranks when heads are ranked. */
   function cellUnder(e: MouseEvent): { l: number; h: number } | null {
     const r = canvas.getBoundingClientRect();
     const sm = stream();
-    return cellAt(geo, e.clientX - r.left, e.clientY - r.top, sm.layers.length, sm.num_heads, gridOrder(meta, store.get()));
+    return cellAt(geo, e.clientX - r.left, e.clientY - r.top, sm.layers.length, sm.num_heads, scene().order);
   }
 
   /** The hovered cell, large: from its full-resolution chunk once that has arrived, else its thumbnail. */
@@ -138,7 +173,8 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     const s = store.get();
     const sm = stream();
     const from = firstRow();
-    pcap.textContent = `Layer ${sm.layers[cell.l] ?? cell.l} · head ${cell.h}${from ? " · generated rows" : ""}${divergenceNote(meta, s.stream, cell.l, cell.h)}`;
+    const numbers = cellNumbers(stats, statistics, sm.num_heads, cell.l, cell.h);
+    pcap.textContent = `Layer ${sm.layers[cell.l] ?? cell.l} · head ${cell.h}${from ? " · generated rows" : ""}${divergenceNote(meta, s.stream, cell.l, cell.h)}${numbers.length ? `\n${numbers.join(" · ")}` : ""}`;
     const place = { x: AXIS_LEFT, y: AXIS_TOP, w: MAP, h: MAP };
     const full = data.peek(attnKey(s.stream, cell.l, cell.h));
     const small = thumbnails();
@@ -167,11 +203,12 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     const cell = cellUnder(e);
     if (!cell) { hideHover(); return; }
     preview.hidden = false;
-    const origin = placedOrigin(geo, cell.l, cell.h, stream().num_heads, gridOrder(meta, store.get()));
+    const origin = placedOrigin(geo, cell.l, cell.h, stream().num_heads, scene().order);
     preview.style.left = `${Math.min(origin.x + geo.cell + GAP + 8, Math.max(0, geo.width - PREVIEW_W - 8))}px`;
     preview.style.top = `${origin.y}px`;
     if (hoverCell?.l === cell.l && hoverCell.h === cell.h) return;
     hoverCell = cell;
+    loadStats(true);
     drawPreview(cell);
     if (hoverTimer) clearTimeout(hoverTimer);
     const key = attnKey(store.get().stream, cell.l, cell.h);
@@ -198,7 +235,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     name: () => `attnscope-model-${store.get().stream}`,
     picture: () => {
       const s = scene();
-      return { width: geo.width, height: geo.height, background: hex(theme.bg), font: theme.font, paint: (p) => paintGrid(p, s) };
+      return { width: geo.width, height: geo.height, background: hex(theme.bg), font: theme.font, paint: (p) => paintAll(p, s) };
     },
   });
 
@@ -208,10 +245,12 @@ export function renderModelView(ctx: ViewContext): Cleanup {
       lut = lutOf(theme);
     }
     if (changed.has("stream") || changed.has("generated_only")) load();
+    if (changed.has("stream") || changed.has("rank_by")) loadStats();
     sched.request();
   });
   const unResize = watchResize(view, () => sched.request());
   load();
+  loadStats();
 
   return () => {
     sched.cancel();

@@ -89,6 +89,8 @@ export interface GridScene {
   selected: { layer: number; head: number };
   /** Cells in this order, row by row (cell index `l * heads + h` per place), most changed first in a comparison; absent: by layer and head. */
   order?: readonly number[] | null;
+  /** The order keeps each layer in its row (heads ranked within it, model_stats.ts): rows stay labelled by layer. */
+  orderWithinLayers?: boolean;
 }
 
 /** The grid's picture (the background is the caller's): cells, labels, the selected cell's outline. */
@@ -110,7 +112,7 @@ export function paintGrid(p: Painter, s: GridScene): void {
   }
   const muted = hex(s.theme.muted);
   // Ranked cells: a row starts at a rank, and its columns are no head in particular.
-  const rowLabel = (l: number): string => (s.order ? `#${l * heads + 1}` : `L${s.layerNumbers[l] ?? l}`);
+  const rowLabel = (l: number): string => (s.order && !s.orderWithinLayers ? `#${l * heads + 1}` : `L${s.layerNumbers[l] ?? l}`);
   for (let l = 0; l < layers; l++) p.text(LABEL_W - 4, cellOrigin(geo, l, 0).y + geo.cell / 2, rowLabel(l), muted, "right");
   // Head numbers only as often as they fit.
   const every = Math.ceil(22 / (geo.cell + GAP));

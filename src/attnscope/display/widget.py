@@ -16,9 +16,11 @@ import traitlets as t
 
 from attnscope._static import static_file
 from attnscope.analysis.compare import AttentionComparison
+from attnscope.analysis.statistics import STATISTICS
 from attnscope.display.page import DEFAULT_MAX_BYTES, save_html
 from attnscope.display.snapshot import snapshot_bundle
 from attnscope.display.where_called import shown_this_cell
+from attnscope.encode.analysis_chunks import pseudo_heads
 from attnscope.encode.chunks import ChunkCache
 from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.messages import MESSAGE_BYTES, reply_messages
@@ -66,7 +68,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         ``("head", "model", "neuron")`` (the default). With one view there
         are no tabs. Fixed for the widget's life; sent as ``_meta["views"]``.
     view, stream, layer, heads, head, query, key, pair_filter, theme, compare_side,
-    step, generated_only
+    step, generated_only, rank_by, pseudo_heads, queries, words, hide_special, log_scale
         Initial trait values; see the traits. ``view`` defaults to the first
         of ``views`` and must be one of them, ``stream`` to the trace's first
         stream and ``heads`` to all heads.
@@ -87,6 +89,9 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     >>> from attnscope import compare
     >>> AttentionWidget(compare(trace, trace)).compare_side
     'diff'
+    >>> w.rank_by, w.pseudo_heads = "entropy", ["rollout", "mean"]
+    >>> w.pseudo_heads
+    ['mean', 'rollout']
     """
 
     _esm = static_file("widget.js")
@@ -164,6 +169,46 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     """The model view shows only the generated tokens' rows in each cell.
 
     Only for a trace of a generation. Type: bool. Default: False.
+    """
+    rank_by = t.Unicode(None, allow_none=True).tag(sync=True)
+    """Model view: the statistic that badges each cell and orders each layer's heads, or None.
+
+    One of ``attnscope.analysis.STATISTICS`` (``"entropy"``, ``"sink"``, ``"prev"``,
+    ``"induction"``, ...; ``_meta["statistics"]`` lists them with their formulas).
+    Each layer's heads are sorted strongest first; hovering a cell shows every statistic.
+    Type: str | None. Default: None.
+    """
+    pseudo_heads = t.List(t.Unicode()).tag(sync=True)
+    """Head view: pseudo-heads drawn beside the selected heads: ``"mean"`` (mean of the
+    layer's heads) and ``"rollout"`` (attention rollout up to this layer; self-attention only).
+
+    The stream's offer is ``_meta["streams"][stream]["pseudo_heads"]``; kept in that order.
+    Type: list[str]. Default: ``[]``.
+    """
+    queries = t.List(t.Int()).tag(sync=True)
+    """Head view: query tokens (row indices) whose attention is summed; shift-click adds one.
+
+    With two or more, lines run from each and the key bars show their sum.
+    ``[]`` shows the single :attr:`query`. Type: list[int]. Default: ``[]``.
+    """
+    words = t.Bool(False).tag(sync=True)
+    """Head view: rows are words, not subword pieces (attention to a word is the sum over
+    its pieces, from a word the mean over its pieces, as ``attnscope.analysis.merge_words``).
+
+    :attr:`query` and :attr:`queries` keep token indices (a word's first piece), so they
+    survive the toggle. Type: bool. Default: False.
+    """
+    hide_special = t.Bool(False).tag(sync=True)
+    """Head view: hide the first token and every special token, and renormalise each
+    query's row over the keys left (``w / (1 - hidden mass)``). For sink-dominated layers.
+
+    Type: bool. Default: False.
+    """
+    log_scale = t.Bool(False).tag(sync=True)
+    """Head view: line opacity and key bars on a log scale of three decades
+    (``1 + log10(w) / 3``: 0.001 is invisible, 1 is full), so weak attention shows.
+
+    Type: bool. Default: False.
     """
 
     def __init__(
@@ -434,6 +479,40 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         step = None if self.query is None else self.query - generation[0]
         self.step = step if step is not None and 0 <= step < generation[1] else None
 
+    @t.validate("rank_by")
+    def _check_rank_by(self, proposal: t.Bunch) -> str | None:
+        value = proposal["value"]
+        if value is not None and value not in STATISTICS:
+            raise t.TraitError(
+                f"rank_by={value!r} is not a statistic; use None or one of {list(STATISTICS)} "
+                "(attnscope.analysis.STATISTICS explains each)."
+            )
+        return None if value is None else str(value)
+
+    @t.validate("pseudo_heads")
+    def _check_pseudo_heads(self, proposal: t.Bunch) -> list[str]:
+        offered = pseudo_heads(self._stream())
+        value = list(proposal["value"])
+        bad = [v for v in value if v not in offered]
+        if bad:
+            raise t.TraitError(
+                f"pseudo_heads {bad} are not offered by stream {self.stream!r}; it offers "
+                f"{offered} (rollout needs self-attention over consecutive layers)."
+            )
+        return [name for name in offered if name in value]
+
+    @t.validate("queries")
+    def _check_queries(self, proposal: t.Bunch) -> list[int]:
+        length = self._stream().q_len
+        value = list(proposal["value"])
+        bad = [q for q in value if not 0 <= int(q) < length]
+        if bad:
+            raise t.TraitError(
+                f"queries {bad} are out of range: stream {self.stream!r} has {length} query "
+                f"positions (0..{length - 1}); use [] for the single query."
+            )
+        return sorted({int(q) for q in value})
+
     @t.observe("stream")
     def _clamp_to_stream(self, change: t.Bunch) -> None:
         new = self._stream()
@@ -449,6 +528,11 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 self.query = None
             if self.key is not None and (old.key_side != new.key_side or self.key >= new.k_len):
                 self.key = None
+            if old.query_side != new.query_side:
+                self.queries = []
+            else:
+                self.queries = [q for q in self.queries if q < new.q_len]
+            self.pseudo_heads = [p for p in self.pseudo_heads if p in pseudo_heads(new)]
             if self.pair_filter != "all":
                 sides = {new.query_side, new.key_side}
                 if all(self._trace.tokens_for(s).segments is None for s in sides):

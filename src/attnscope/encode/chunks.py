@@ -2,10 +2,11 @@
 
 A key names one chunk of a trace (``docs/protocol.md``, "Chunks"):
 ``thumbs:<stream>`` (or ``thumbs:<stream>:<first row>``, the rows from there on,
-for the generated tokens), ``top:<stream>:<layer>``, ``attn:<stream>:<layer>:<head>``
-or ``qk:<stream>:<layer>:<head>``, where ``<layer>`` is the layer's position
-in the stream. :func:`reply_messages` turns a browser request into custom
-messages of at most about 64 MiB each.
+for the generated tokens), ``top:<stream>:<layer>``, ``attn:<stream>:<layer>:<head>``,
+``qk:<stream>:<layer>:<head>``, and the analysis chunks ``stats:<stream>`` and
+``pseudo:<stream>:<layer>`` (:mod:`attnscope.encode.analysis_chunks`), where
+``<layer>`` is the layer's position in the stream. :func:`reply_messages` turns a
+browser request into custom messages of at most about 64 MiB each.
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from attnscope.encode.analysis_chunks import (
+    analysable,
+    pseudo_arrays,
+    stats_arrays,
+    unanalysable_reason,
+)
 from attnscope.encode.arrays import (
     NamedArray,
     qk_arrays,
@@ -26,9 +33,12 @@ from attnscope.encode.meta import generation_meta, stream_top_k, thumb_shape
 from attnscope.encode.selection import VIEWS, ViewName, check_views
 from attnscope.trace import AttentionTrace
 
-ChunkKind = Literal["thumbs", "top", "attn", "qk"]
+ChunkKind = Literal["thumbs", "top", "attn", "qk", "stats", "pseudo"]
 
-_PARTS: dict[str, int] = {"thumbs": 2, "top": 3, "attn": 4, "qk": 4}
+ANALYSIS_KINDS = ("stats", "pseudo")
+"""Chunk kinds of one trace's analysis, which a comparison does not offer."""
+
+_PARTS: dict[str, int] = {"thumbs": 2, "top": 3, "attn": 4, "qk": 4, "stats": 2, "pseudo": 3}
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,8 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
             "top": "top:<stream>:<layer>",
             "attn": "attn:<stream>:<layer>:<head>",
             "qk": "qk:<stream>:<layer>:<head>",
+            "stats": "stats:<stream>",
+            "pseudo": "pseudo:<stream>:<layer>",
         }[kind]
         raise ValueError(f"malformed key {key!r}; expected {shape}.")
     stream = trace.streams.get(parts[1])
@@ -103,6 +115,8 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
             f"head {numbers[1]} is out of range: stream {parts[1]!r} has "
             f"{stream.num_heads} heads (0..{stream.num_heads - 1})."
         )
+    if kind in ("stats", "pseudo") and not analysable(stream):
+        raise ValueError(unanalysable_reason(stream))
     if kind == "qk" and not stream.has_qk:
         raise ValueError(
             f"stream {parts[1]!r} recorded no query/key vectors, so it has no qk chunks."
@@ -146,7 +160,11 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
         first = key.first_row or 0
         shape = thumb_shape(stream, first)
         return [("thumbs", stream_thumbnails(stream, *shape, first_row=first))]
+    if key.kind == "stats":
+        return stats_arrays(trace, key.stream)
     assert key.layer is not None
+    if key.kind == "pseudo":
+        return pseudo_arrays(stream, key.layer, stream_top_k(stream))
     if key.kind == "top":
         if stream_top_k(stream) >= stream.k_len:
             # Every key is kept: the keys in their own order need no index (1 byte a value).
@@ -213,10 +231,11 @@ def all_keys(
     """The chunk keys that ``views`` need from ``trace``, most needed first.
 
     The order is what a page should hold when it cannot hold everything.
-    Thumbnails of every stream (model view) come first; then the top keys
-    (head view) of every layer, the given stream and layer position first and
+    Thumbnails and statistics of every stream (model view) come first; then
+    the top keys (head view) of every layer, the given stream and layer position first and
     the other layers outward from it, so the head view can switch to any
-    layer; then, in the same layer order, each head's q/k with its
+    layer, and after them the pseudo-heads (mean, rollout) in the same order;
+    then, in the same layer order, each head's q/k with its
     full-resolution weights (neuron view, which checks its softmax against
     them) — these grow with N² per head, so on long inputs they are the part
     a budget cuts. Full-resolution weights the model view only previews on
@@ -227,15 +246,19 @@ def all_keys(
     >>> import numpy as np
     >>> from attnscope import AttentionTrace
     >>> trace = AttentionTrace(["a"], np.ones((2, 1, 1, 1), np.float32))
-    >>> all_keys(trace, layer=1)
-    ['thumbs:self', 'top:self:1', 'top:self:0', 'attn:self:1:0', 'attn:self:0:0']
+    >>> all_keys(trace, layer=1)  # doctest: +NORMALIZE_WHITESPACE
+    ['thumbs:self', 'stats:self', 'top:self:1', 'top:self:0', 'pseudo:self:1', 'pseudo:self:0',
+     'attn:self:1:0', 'attn:self:0:0']
     >>> all_keys(trace, layer=1, views=("head",))
-    ['top:self:1', 'top:self:0']
+    ['top:self:1', 'top:self:0', 'pseudo:self:1', 'pseudo:self:0']
     """
     views = check_views(views)
     first = stream if stream is not None else next(iter(trace.streams))
     names = [first, *(n for n in trace.streams if n != first)]
-    keys = [f"thumbs:{n}" for n in names] if "model" in views else []
+    fits = {n: analysable(trace.streams[n]) for n in names}
+    keys: list[str] = []
+    if "model" in views:  # statistics only where a layer fits in memory
+        keys = [k for n in names for k in (f"thumbs:{n}", f"stats:{n}")[: 1 + fits[n]]]
     generation = generation_meta(trace)
     if generation is not None and "model" in views:  # the model view's generated rows
         keys.append(f"thumbs:{generation['stream']}:{generation['prompt_length']}")
@@ -247,6 +270,7 @@ def all_keys(
         layer_order += [(name, position) for position in order]
     if "head" in views:
         keys += [f"top:{name}:{position}" for name, position in layer_order]
+        keys += [f"pseudo:{name}:{position}" for name, position in layer_order if fits[name]]
     preview: list[str] = []
     for name, position in layer_order:
         s = trace.streams[name]

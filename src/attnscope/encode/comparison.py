@@ -21,7 +21,14 @@ import numpy as np
 from attnscope.analysis.aligned import aligned_traces
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.encode.arrays import NamedArray
-from attnscope.encode.chunks import ChunkCache, ChunkKey, all_keys, encode_chunk, parse_key
+from attnscope.encode.chunks import (
+    ANALYSIS_KINDS,
+    ChunkCache,
+    ChunkKey,
+    all_keys,
+    encode_chunk,
+    parse_key,
+)
 from attnscope.encode.meta import build_meta, mend_strings, stream_top_k, thumb_shape
 from attnscope.encode.selection import COMPARE_SIDES, VIEWS, CompareSide, ViewName, check_views
 from attnscope.encode.signed import signed_rows, signed_thumbnails, signed_top_keys
@@ -91,6 +98,11 @@ class ComparisonChunks:
         if side not in COMPARE_SIDES:
             raise ValueError(f"unknown side {side!r} in {key!r}; use one of {list(COMPARE_SIDES)}.")
         parsed = parse_key(rest, self.trace(side))
+        if parsed.kind in ANALYSIS_KINDS:
+            raise ValueError(
+                f"{key!r}: a comparison has no head statistics or pseudo-heads; compute them "
+                "on each trace (attnscope.head_stats)."
+            )
         if side == "diff" and parsed.kind == "qk":
             raise ValueError(
                 f"{key!r}: A − B has no query/key vectors; ask for a/{rest} and b/{rest}."
@@ -153,7 +165,8 @@ class ComparisonChunks:
             ]
             for side in ("diff", "a", "b")
         ]
-        return [k for k in chain.from_iterable(zip_longest(*lists)) if k is not None]
+        interleaved = (k for k in chain.from_iterable(zip_longest(*lists)) if k is not None)
+        return [k for k in interleaved if k.split("/", 1)[1].split(":")[0] not in ANALYSIS_KINDS]
 
     def meta(self, *, embedded: bool = False, notes: tuple[str, ...] = ()) -> dict[str, Any]:
         """``_meta`` of the aligned tokens, with the ``comparison`` entry (``docs/protocol.md``)."""

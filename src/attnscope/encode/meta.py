@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from attnscope.encode.analysis_chunks import pseudo_heads, sides_words, statistics_meta
 from attnscope.trace import AttentionStream, AttentionTrace, Tokens
 from attnscope.trace.labels import continues_word, mend_surrogates
 
@@ -122,15 +123,21 @@ def build_meta(
     ['�']
     """
     streams = {name: _stream_meta(name, s) for name, s in trace.streams.items()}
+    sides: dict[str, dict[str, Any] | None] = {
+        "source": side_json(trace.source),
+        "target": None if trace.target is None else side_json(trace.target),
+    }
+    for side, words in sides_words(trace).items():
+        described = sides[side]
+        if described is not None:
+            described["words"] = words
     meta: dict[str, Any] = mend_strings(
         {
             "protocol": PROTOCOL_VERSION,
             "title": title(trace),
-            "sides": {
-                "source": side_json(trace.source),
-                "target": None if trace.target is None else side_json(trace.target),
-            },
+            "sides": sides,
             "streams": streams,
+            "statistics": statistics_meta(),
             "neuron_unavailable": _neuron_unavailable(trace),
             "generation": generation_meta(trace),
             "notes": [*trace.notes, *notes],
@@ -235,6 +242,7 @@ def _stream_meta(name: str, stream: AttentionStream) -> dict[str, Any]:
         "thumb_rows": rows,
         "thumb_cols": cols,
         "top_k": stream_top_k(stream),
+        "pseudo_heads": pseudo_heads(stream),
     }
 
 

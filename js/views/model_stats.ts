@@ -1,0 +1,106 @@
+// The model view's head statistics (the `stats:` chunk): a select of the
+// statistic to rank by, each layer's heads ordered by it, a badge on each cell
+// and every statistic of the hovered cell. Numbers and pictures only; model.ts
+// wires them in.
+import { hex, type ThemeColors } from "../colors";
+import { arr } from "../data";
+import type { Painter } from "../paint/painter";
+import type { AppState, Chunk, StatisticMeta, Store } from "../types";
+import { h, type Listeners } from "./common";
+import { cellOrigin, type GridGeometry } from "./model_grid";
+
+/**
+ * For each layer, its heads strongest first by `values` (`(layers, heads)`,
+ * layer-major): entry `l * heads + c` is the head shown in column `c`. NaN
+ * (a statistic that does not apply) goes last; ties keep head order.
+ */
+export function headOrder(values: ArrayLike<number>, layers: number, heads: number): Int32Array {
+  const order = new Int32Array(layers * heads);
+  const key = (v: number): number => (Number.isNaN(v) ? -Infinity : v);
+  for (let l = 0; l < layers; l++) {
+    const row = Array.from({ length: heads }, (_, hd) => hd);
+    row.sort((a, b) => key(values[l * heads + b] as number) - key(values[l * heads + a] as number) || a - b);
+    order.set(row, l * heads);
+  }
+  return order;
+}
+
+/** `headOrder` as the grid's cell order: place `l * heads + c` holds cell `l * heads + head`. */
+export function layerRanking(values: ArrayLike<number>, layers: number, heads: number): number[] {
+  return Array.from(headOrder(values, layers, heads), (hd, place) => place - (place % heads) + hd);
+}
+
+/** The smallest and largest finite value (both 0 when there is none). */
+export function finiteRange(values: ArrayLike<number>): { min: number; max: number } {
+  let min = Infinity, max = -Infinity;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i] as number;
+    if (Number.isFinite(v)) { if (v < min) min = v; if (v > max) max = v; }
+  }
+  return min <= max ? { min, max } : { min: 0, max: 0 };
+}
+
+/** A value as a badge shows it: 2 significant decimals, "n/a" for NaN. */
+export const formatStat = (v: number): string => (Number.isNaN(v) ? "n/a" : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2));
+
+/** The values of statistic `name` in a loaded `stats:` chunk, or null. */
+export function statValues(chunk: Chunk | null, name: string | null): Float32Array | null {
+  if (!chunk || chunk.error || !name || !chunk.arrays[name]) return null;
+  return arr(chunk, name).data as Float32Array;
+}
+
+/** Every statistic of cell (layer, head), one line each: what hovering a cell shows. */
+export function cellNumbers(chunk: Chunk | null, stats: readonly StatisticMeta[], heads: number, l: number, hd: number): string[] {
+  if (!chunk || chunk.error) return [];
+  return stats.flatMap((s) => {
+    const a = chunk.arrays[s.name];
+    return a ? [`${s.name} ${formatStat(a.data[l * heads + hd] as number)}`] : [];
+  });
+}
+
+export interface Badges {
+  values: ArrayLike<number>;
+  /** The grid's cell order (from `layerRanking`): place `l * heads + c` holds cell `l * heads + head`. */
+  order: ArrayLike<number>;
+  layers: number;
+  heads: number;
+}
+
+/**
+ * A badge in each cell's lower edge: a bar as long as the value's place between
+ * the smallest and largest value, and the value itself where the cell has room.
+ */
+export function paintBadges(p: Painter, geo: GridGeometry, b: Badges, theme: ThemeColors): void {
+  const { min, max } = finiteRange(b.values);
+  const span = max - min || 1;
+  const barH = Math.max(3, Math.round(geo.cell / 8));
+  const accent = hex(theme.accent), fg = hex(theme.fg), bg = hex(theme.bg);
+  for (let l = 0; l < b.layers; l++) {
+    for (let c = 0; c < b.heads; c++) {
+      const hd = (b.order[l * b.heads + c] as number) % b.heads;
+      const v = b.values[l * b.heads + hd] as number;
+      const { x, y } = cellOrigin(geo, l, c);
+      p.rect(x, y + geo.cell - barH, geo.cell, barH, bg);
+      if (Number.isFinite(v)) p.rect(x, y + geo.cell - barH, Math.max(1, ((v - min) / span) * geo.cell), barH, accent);
+      if (geo.cell >= 36) {
+        p.rect(x, y, geo.cell, 12, bg);
+        p.text(x + 2, y + 1, `h${hd} ${formatStat(v)}`, fg, "left", "top");
+      }
+    }
+  }
+}
+
+/** The "rank by" select bound to the store's `rank_by`. */
+export function rankSelect(L: Listeners, store: Store<AppState>, stats: readonly StatisticMeta[]): HTMLSelectElement {
+  const sel = h("select", "attnscope-select", { "aria-label": "Rank heads by statistic", "data-testid": "rank-by" });
+  const add = (value: string, label: string, title = ""): void => {
+    const o = h("option", "", { value, title });
+    o.textContent = label;
+    sel.append(o);
+  };
+  add("", "rank: none");
+  for (const s of stats) add(s.name, `rank: ${s.name}`, `${s.label}: ${s.formula} (${s.source})`);
+  sel.value = store.get().rank_by ?? "";
+  L.on(sel, "change", () => store.set({ rank_by: sel.value || null }));
+  return sel;
+}
