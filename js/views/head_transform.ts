@@ -160,13 +160,18 @@ export function logScale(r: Rows): Rows {
   return { ...r, value: r.value.map(logWeight) };
 }
 
-/** Rows in the `TopRows` form the line collector reads (row maximum 1, so `w = byte / 255`). */
+/** Rows in the `TopRows` form the line collector reads (`w = byte / 255 · rowmax`, as in a chunk). */
 export function asTopRows(r: Rows): TopRows {
-  return {
-    index: r.index,
-    weight: r.value.map((v) => v * 255),
-    rowmax: new Float32Array(r.heads * r.queries).fill(1),
-    queries: r.queries,
-    slots: r.slots,
-  };
+  // Each row relative to its own largest weight, as the chunks are: the row
+  // scale and the faint-row notice read `rowmax`.
+  const rows = r.heads * r.queries;
+  const rowmax = new Float32Array(rows);
+  const weight = new Float32Array(r.value.length);
+  for (let row = 0; row < rows; row++) {
+    let m = 0;
+    for (let t = 0; t < r.slots; t++) m = Math.max(m, r.value[row * r.slots + t] as number);
+    rowmax[row] = m;
+    if (m > 0) for (let t = 0; t < r.slots; t++) weight[row * r.slots + t] = ((r.value[row * r.slots + t] as number) / m) * 255;
+  }
+  return { index: r.index, weight, rowmax, queries: r.queries, slots: r.slots };
 }

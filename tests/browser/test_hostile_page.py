@@ -140,7 +140,8 @@ def test_neuron_view_labels_keep_the_info_line_in_order(hostile: ExportedPage) -
         for xs in order["lines"]:  # left to right, as written
             assert xs == sorted(xs), (i, order)
         keys = view.locator(".attnscope-nv-row[data-key] > span:first-child").evaluate_all(
-            "(spans) => spans.map((s) => [s.title, s.firstElementChild?.tagName])"
+            "(spans) => spans.map((s) => [s.title,"
+            " s.querySelector('.attnscope-nv-keytok')?.firstElementChild?.tagName])"
         )
         assert keys
         assert [k for k in keys if k[1] != "BDI" or bidi_leaks(k[0])] == []

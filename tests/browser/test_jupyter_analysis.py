@@ -112,7 +112,8 @@ def test_analysis_switches_change_the_drawing_and_reach_python_screenshot(
     shown = wait_for_new_pixels(lab, canvas, shown)
     lab.page.mouse.move(0, 0)
     expect(head).to_have_attribute("data-summed", "2")
-    expect(head.locator(".attnscope-status")).to_contain_text("Summed attention of 2 queries")
+    status = head.locator(".attnscope-status:not(.attnscope-faint)")
+    expect(status).to_contain_text("Summed attention of 2 queries")
     assert kernel(lab, "w.query, w.queries") == "2 [2, 6]"
     screenshots.take("analysis-head-summed", output)
 
