@@ -2,10 +2,10 @@
 
 Attention *to* a word is the sum over its pieces (keys); attention *from* a
 word is the mean over its pieces (queries), so each word's row still sums to
-1. Word boundaries come from the tokenizer's own markers in the raw tokens:
-WordPiece continues a word with ``##``; byte-level BPE (``Ġ``) and
-SentencePiece (``▁``) start one. Special and padding tokens stay words of
-their own.
+1. Word boundaries are the views' piece marks
+(:func:`attnscope.trace.labels.continues_word`): WordPiece continues a word
+with ``##``; byte-level BPE (``Ġ``) and SentencePiece (``▁``) start one;
+punctuation, special and padding tokens stay words of their own.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import numpy.typing as npt
 from attnscope.analysis.access import Float64Array
 from attnscope.errors import AttnscopeError
 from attnscope.trace import Tokens
-
-_STARTS = ("Ġ", "▁", "Ċ")
+from attnscope.trace.labels import continues_word
 
 
 def word_ids(tokens: Tokens) -> list[int]:
@@ -33,23 +32,11 @@ def word_ids(tokens: Tokens) -> list[int]:
     >>> word_ids(Tokens.from_strings(["The", "Ġcat", "s", "Ġsat"]))
     [0, 1, 1, 2]
     """
-    raw = tokens.raw
-    marks_starts = any(t.startswith(_STARTS) for t in raw)
-    marks_continuations = any(t.startswith("##") and len(t) > 2 for t in raw)
     ids: list[int] = []
-    previous_ordinary = False
-    for token, kind in zip(raw, tokens.kinds, strict=True):
-        ordinary = kind == "token"
-        continues = (
-            ordinary
-            and previous_ordinary
-            and (
-                (marks_continuations and token.startswith("##") and len(token) > 2)
-                or (marks_starts and not token.startswith(_STARTS))
-            )
-        )
-        ids.append(ids[-1] if continues else (ids[-1] + 1 if ids else 0))
-        previous_ordinary = ordinary
+    word = -1
+    for continues in continues_word(tokens.raw, tokens.kinds):
+        word += 0 if continues and ids else 1
+        ids.append(word)
     return ids
 
 
