@@ -41,6 +41,8 @@ def test_minimal_pair_toggles_a_b_and_difference_screenshot(
     )
     output = lab.cell_output(index)
     # Python -> browser: the notebook ended on input A, its top head, from "she | he".
+    # Views draw once they are on screen (never at a guessed width), as a reader scrolls.
+    output.locator(head_view_of("a")).first.scroll_into_view_if_needed(timeout=60_000)
     wait_for_widget(output, root=head_view_of("a"))
     toggle = output.locator('[data-testid="compare-toggle"]')
     expect(toggle.locator('[aria-pressed="true"]')).to_have_attribute("data-side", "a")
