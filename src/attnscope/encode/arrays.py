@@ -96,10 +96,7 @@ def thumbnails(attention: F32Array, rows: int, cols: int) -> U8Array:
     # Columns first: reducing along the contiguous axis is several times faster.
     pooled = np.maximum.reduceat(attention, col_edges, axis=3)
     pooled = np.maximum.reduceat(pooled, row_edges, axis=2)
-    peak = pooled.max(axis=(2, 3), keepdims=True)
-    scale = np.divide(255.0, peak, out=np.zeros_like(peak), where=peak > 0)
-    thumbs: U8Array = np.rint(pooled * scale).astype(np.uint8)
-    return thumbs
+    return scale_thumbnails(pooled)
 
 
 def quantize_rows(weights: F32Array) -> tuple[U8Array, F32Array]:
@@ -175,8 +172,14 @@ def top_keys(
     return index, weight, rowmax
 
 
-def _pick_rows(q_len: int, rows: int, sample: int) -> tuple[IntArray, IntArray]:
-    """Queries pooled into each thumbnail row (all, or ``sample`` evenly spaced), and their row."""
+def pick_rows(q_len: int, rows: int, sample: int) -> tuple[IntArray, IntArray]:
+    """Queries pooled into each thumbnail row (all, or ``sample`` evenly spaced), and their row.
+
+    Examples
+    --------
+    >>> [a.tolist() for a in pick_rows(6, 2, 2)]
+    [[0, 1, 3, 4], [0, 0, 1, 1]]
+    """
     edges = np.append(np.arange(rows) * q_len // rows, q_len)
     picks, owners = [], []
     for i in range(rows):
@@ -220,7 +223,7 @@ def stream_thumbnails(
             f"thumbnail size {rows}x{cols} must lie between 1x1 and the attention's "
             f"{q_len}x{k_len}."
         )
-    picks, owners = _pick_rows(q_len, rows, sample)
+    picks, owners = pick_rows(q_len, rows, sample)
     picks += first_row
     col_edges = np.arange(cols) * k_len // cols
     pooled = np.zeros((stream.num_layers, stream.num_heads, rows, cols), np.float32)
@@ -235,7 +238,18 @@ def stream_thumbnails(
                 part = np.maximum.reduceat(block, firsts, axis=0)
                 target = pooled[position, head, rows_of[firsts]]
                 pooled[position, head, rows_of[firsts]] = np.maximum(target, part)
-    peak = pooled.max(axis=(2, 3), keepdims=True)
+    return scale_thumbnails(pooled)
+
+
+def scale_thumbnails(pooled: F32Array) -> U8Array:
+    """Pooled weights ``(..., rows, cols)`` as u8, each thumbnail scaled so its maximum is 255.
+
+    Examples
+    --------
+    >>> scale_thumbnails(np.array([[0.1, 0.2]], np.float32)).tolist()
+    [[128, 255]]
+    """
+    peak = pooled.max(axis=(-2, -1), keepdims=True)
     scale = np.divide(255.0, peak, out=np.zeros_like(peak), where=peak > 0)
     thumbs: U8Array = np.rint(pooled * scale).astype(np.uint8)
     return thumbs

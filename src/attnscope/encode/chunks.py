@@ -26,9 +26,8 @@ from attnscope.encode.arrays import (
     NamedArray,
     qk_arrays,
     stream_quantized,
-    stream_thumbnails,
-    stream_top_keys,
 )
+from attnscope.encode.from_logits import any_thumbnails, layer_top_keys
 from attnscope.encode.meta import generation_meta, stream_top_k, thumb_shape
 from attnscope.encode.selection import VIEWS, ViewName, check_views
 from attnscope.trace import AttentionTrace
@@ -159,7 +158,7 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
     if key.kind == "thumbs":
         first = key.first_row or 0
         shape = thumb_shape(stream, first)
-        return [("thumbs", stream_thumbnails(stream, *shape, first_row=first))]
+        return [("thumbs", any_thumbnails(stream, *shape, first_row=first))]
     if key.kind == "stats":
         return stats_arrays(trace, key.stream)
     assert key.layer is not None
@@ -171,7 +170,7 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
             heads = list(range(stream.num_heads))
             weight, rowmax = stream_quantized(stream, key.layer, heads)
             return [("weight", weight), ("rowmax", rowmax)]
-        index, weight, rowmax = stream_top_keys(stream, key.layer, stream_top_k(stream))
+        index, weight, rowmax = layer_top_keys(stream, key.layer, stream_top_k(stream))
         return [("index", index), ("weight", weight), ("rowmax", rowmax)]
     assert key.head is not None
     if key.kind == "attn":

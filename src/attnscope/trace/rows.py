@@ -69,13 +69,111 @@ def _term(array: np.ndarray[Any, Any], position: int, head: int, rows: Rows) -> 
     return _tensor(part)
 
 
-def _visible_span_mask(spans: np.ndarray[Any, Any], position: int, rows: Rows, k_len: int) -> Any:
+def _hide_outside_spans(
+    scores: torch.Tensor, spans: np.ndarray[Any, Any], position: int, rows: Rows
+) -> None:
+    """Set ``-inf`` where a key lies outside its query's span, touching only columns that can.
+
+    Keys before every span's start and after every span's stop are filled
+    whole; the comparison runs only over the columns in between (under a
+    causal mask, one block's width instead of the whole row).
+    """
     import torch
 
     layer = spans[position if spans.shape[0] > 1 else 0]
-    part = _tensor(layer[rows])
-    keys = torch.arange(k_len, dtype=torch.int32)
-    return (keys < part[:, :1]) | (keys >= part[:, 1:])
+    part = _tensor(layer[rows]).to(scores.device)
+    width = scores.shape[1]
+    low = min(int(part[:, 0].min()), width) if part.numel() else 0
+    high = min(int(part[:, 0].max()), width) if part.numel() else 0
+    scores[:, :low] = -torch.inf
+    if high > low:
+        keys = torch.arange(low, high, dtype=torch.int32, device=scores.device)
+        scores[:, low:high].masked_fill_(keys < part[:, :1], -torch.inf)
+    first = max(min(int(part[:, 1].min()), width), 0) if part.numel() else width
+    last = min(int(part[:, 1].max()), width) if part.numel() else width
+    scores[:, last:] = -torch.inf
+    if last > first:
+        keys = torch.arange(first, last, dtype=torch.int32, device=scores.device)
+        scores[:, first:last].masked_fill_(keys >= part[:, 1:], -torch.inf)
+
+
+def visible_stop(stream: AttentionStream, position: int, rows: Rows) -> int:
+    """One past the last key any of query ``rows`` can see: ``k_len`` unless a mask rule says less.
+
+    Keys from there on have weight 0 in every one of these rows, so readers
+    that reduce rows (top keys, thumbnails) need not compute them: half the
+    work under a causal mask.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> q = np.zeros((1, 1, 4, 2), np.float32)
+    >>> causal = np.array([[[0, 1], [0, 2], [0, 3], [0, 4]]], np.int32)
+    >>> visible_stop(AttentionStream(queries=q, keys=q, key_spans=causal), 0, slice(0, 2))
+    2
+    """
+    if stream.key_spans is None:
+        return stream.k_len
+    layer = stream.key_spans[position if stream.key_spans.shape[0] > 1 else 0]
+    stops = layer[rows, 1]
+    return int(stops.max()) if stops.size else 0
+
+
+def logit_rows(
+    stream: AttentionStream, position: int, head: int, rows: Rows, stop: int | None = None
+) -> torch.Tensor:
+    """Scores of query ``rows`` for keys ``0 .. stop``, float32, ``-inf`` where a key is hidden.
+
+    ``(q · kᵀ) * scaling``, ``+ bias``, softcap and the mask, as eager
+    attention computes them before its softmax, on the stream's device. The
+    sink logit, when the stream has one, is not a column: see :func:`sink_logit`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> q = np.ones((1, 1, 2, 4), np.float32)
+    >>> s = AttentionStream(queries=q, keys=q, mask=np.triu(np.ones((2, 2), bool), 1)[None, None])
+    >>> logit_rows(s, 0, 0, slice(0, 2)).tolist()
+    [[2.0, -inf], [2.0, 2.0]]
+    """
+    import torch
+
+    if stream.queries is None or stream.keys is None or stream.scaling is None:
+        raise ValueError(f"stream {stream.name!r} has neither weights nor q/k to compute from.")
+    stop = stream.k_len if stop is None else stop
+    device = stream.device
+    q = _tensor(stream.queries[position, head, rows]).to(device)
+    k = _tensor(stream.keys[position, stream.kv_head(head), :stop]).to(device)
+    scores = q @ k.T
+    scores *= float(stream.scaling[position])
+    if stream.bias is not None:
+        scores += _term(stream.bias, position, head, rows)[:, :stop].to(device)
+    if stream.softcap is not None and stream.softcap[position] > 0:
+        cap = float(stream.softcap[position])
+        scores = torch.tanh(scores / cap) * cap
+    if stream.mask is not None:
+        hidden = _term(stream.mask, position, head, rows)[:, :stop]
+        scores.masked_fill_(hidden.to(device), -torch.inf)
+    if stream.key_spans is not None:
+        _hide_outside_spans(scores, stream.key_spans, position, rows)
+    return scores
+
+
+def sink_logit(stream: AttentionStream, position: int, head: int) -> float | None:
+    """The head's attention-sink logit (joined to every row before softmax), or None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> print(sink_logit(AttentionStream(np.full((1, 1, 1, 1), 1.0, np.float32)), 0, 0))
+    None
+    """
+    if stream.sinks is None:
+        return None
+    return float(stream.sinks[position, head])
 
 
 def compute_rows(stream: AttentionStream, position: int, head: int, rows: Rows) -> torch.Tensor:
@@ -88,28 +186,13 @@ def compute_rows(stream: AttentionStream, position: int, head: int, rows: Rows) 
 
     if stream.weights is not None:
         return _tensor(stream.weights[position, head, rows]).float()
-    if stream.queries is None or stream.keys is None or stream.scaling is None:
-        raise ValueError(f"stream {stream.name!r} has neither weights nor q/k to compute from.")
-    device = stream.device
-    q = _tensor(stream.queries[position, head, rows]).to(device)
-    k = _tensor(stream.keys[position, stream.kv_head(head)]).to(device)
-    scores = q @ k.T
-    scores *= float(stream.scaling[position])
-    if stream.bias is not None:
-        scores += _term(stream.bias, position, head, rows).to(device)
-    if stream.softcap is not None and stream.softcap[position] > 0:
-        cap = float(stream.softcap[position])
-        scores = torch.tanh(scores / cap) * cap
-    if stream.mask is not None:
-        scores.masked_fill_(_term(stream.mask, position, head, rows).to(device), -torch.inf)
-    if stream.key_spans is not None:
-        hidden = _visible_span_mask(stream.key_spans, position, rows, stream.k_len)
-        scores.masked_fill_(hidden.to(device), -torch.inf)
-    if stream.sinks is not None:
-        sink = torch.full((scores.shape[0], 1), float(stream.sinks[position, head]), device=device)
-        scores = torch.cat([scores, sink], dim=1)
+    scores = logit_rows(stream, position, head, rows)
+    sink = sink_logit(stream, position, head)
+    if sink is not None:
+        column = torch.full((scores.shape[0], 1), sink, device=scores.device)
+        scores = torch.cat([scores, column], dim=1)
     weights = torch.softmax(scores, dim=-1)
-    if stream.sinks is not None:
+    if sink is not None:
         weights = weights[:, :-1]
     # A query that sees no key: softmax of all -inf is NaN; the row is zeros.
     return torch.nan_to_num_(weights, nan=0.0).cpu()

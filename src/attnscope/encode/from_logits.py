@@ -1,0 +1,214 @@
+"""Top keys and thumbnails of a stream that keeps q and k, computed from the scores.
+
+Softmax keeps the order of the scores and ``w_i / max(w) = exp(s_i - max(s))``,
+so a ``top:`` chunk needs, per query row, only the strongest scores, the row's
+largest score and the softmax normaliser: no weight of the row is formed. A
+thumbnail cell is ``exp(max(s over its keys) - logsumexp(s))``. Scores come a
+block of query rows of one head at a time
+(:func:`~attnscope.trace.rows.logit_rows`), never more than
+:data:`~attnscope.trace.rows.BLOCK_VALUES` of them, cut where a causal or
+windowed mask hides every key after a point (half the work of a causal head),
+on the stream's device.
+
+The strongest keys are ``torch.topk`` of the scores; rows where a tie could
+change the answer (equal scores, fewer than ``k`` visible keys) are redone
+from their weights by :func:`~attnscope.encode.arrays.top_keys`, whose tie
+rule (lower key index first) therefore holds everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from attnscope.encode.arrays import (
+    THUMB_SAMPLE,
+    U16_LIMIT,
+    F32Array,
+    U8Array,
+    pick_rows,
+    scale_thumbnails,
+    stream_thumbnails,
+    stream_top_keys,
+    top_keys,
+)
+from attnscope.trace.rows import block_rows, compute_rows, logit_rows, sink_logit, visible_stop
+
+if TYPE_CHECKING:
+    import torch
+
+    from attnscope.trace import AttentionStream
+
+IndexArray = npt.NDArray[np.unsignedinteger[Any]]
+
+
+def _normaliser(scores: torch.Tensor, top: torch.Tensor, sink: float | None) -> torch.Tensor:
+    """``sum(exp(s - max(s)))`` of each row (the sink's term included): ``1 / max weight``."""
+    import torch
+
+    total = (scores - top[:, None]).exp_().sum(dim=1)
+    if sink is not None:
+        total += torch.exp(sink - top)
+    return total
+
+
+def _strongest(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The ``k`` largest scores of each row, strongest first, their keys, and exactness.
+
+    Returns ``(values, keys, exact)``; ``exact`` is False for a row where a
+    tie could change which keys are kept or their order (``topk`` does not
+    say which of equal scores it keeps), or that sees fewer than ``k`` keys.
+    """
+    keep = min(k + 1, scores.shape[1])  # one more than kept: a tie at the boundary shows
+    values, keys = scores.topk(keep, dim=1)
+    exact = values[:, k - 1].isfinite()
+    if keep > 1:
+        exact &= (values[:, 1:] < values[:, :-1]).all(dim=1)
+    return values[:, :k], keys[:, :k], exact
+
+
+def logit_top_keys(
+    stream: AttentionStream, position: int, k: int
+) -> tuple[IndexArray, U8Array, F32Array]:
+    """:func:`~attnscope.encode.arrays.top_keys` of every head of one layer, from the scores.
+
+    ``1 <= k <= k_len``. The stream must keep q and k.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> q = np.array([[[[1.0], [0.0], [2.0]]]], np.float32)
+    >>> index, weight, rowmax = logit_top_keys(AttentionStream(queries=q, keys=q), 0, 2)
+    >>> index[0].tolist(), weight[0].tolist()
+    ([[2, 0], [0, 1], [2, 0]], [[255, 94], [255, 255], [255, 35]])
+    """
+    import torch
+
+    shape = (stream.num_heads, stream.q_len, k)
+    index = np.empty(shape, np.uint16 if stream.k_len < U16_LIMIT else np.uint32)
+    weight = np.empty(shape, np.uint8)
+    rowmax = np.empty(shape[:2], np.float32)
+    step = block_rows(stream.k_len)
+    for head in range(stream.num_heads):
+        sink = sink_logit(stream, position, head)
+        for start in range(0, stream.q_len, step):
+            rows = slice(start, min(start + step, stream.q_len))
+            stop = min(stream.k_len, max(visible_stop(stream, position, rows), k + 1))
+            scores = logit_rows(stream, position, head, rows, stop)
+            values, keys, exact = _strongest(scores, k)
+            top = values[:, 0]
+            total = _normaliser(scores, top, sink)
+            quantised = torch.round((values - top[:, None]).exp_() * 255).nan_to_num_(nan=0.0)
+            index[head, rows] = keys.cpu().numpy()
+            weight[head, rows] = quantised.cpu().numpy()
+            rowmax[head, rows] = (1 / total).cpu().numpy()
+            redo = torch.nonzero(~exact).flatten().cpu().numpy()
+            if redo.size:
+                picked = np.arange(rows.start, rows.stop)[redo]
+                weights = compute_rows(stream, position, head, picked)[:, :stop].numpy()
+                i, w, m = top_keys(weights, k, index_dtype=index.dtype)
+                index[head, picked], weight[head, picked], rowmax[head, picked] = i, w, m
+    return index, weight, rowmax
+
+
+def logit_pooled(
+    stream: AttentionStream,
+    picks: npt.NDArray[np.intp],
+    owners: npt.NDArray[np.intp],
+    rows: int,
+    cols: int,
+) -> F32Array:
+    """Block-max pooled weights ``(layers, heads, rows, cols)`` of query ``picks``, from the scores.
+
+    Query ``picks[i]`` is pooled into thumbnail row ``owners[i]`` (both
+    ascending); key column ``c`` into thumbnail column ``j`` where
+    ``j * k_len // cols <= c < (j + 1) * k_len // cols``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> q = np.zeros((1, 1, 4, 2), np.float32)
+    >>> picks = np.arange(4); owners = np.array([0, 0, 1, 1])
+    >>> logit_pooled(AttentionStream(queries=q, keys=q), picks, owners, 2, 2)[0, 0].tolist()
+    [[0.25, 0.25], [0.25, 0.25]]
+    """
+    import torch
+
+    k_len = stream.k_len
+    col_edges = np.arange(cols) * k_len // cols
+    uniform = k_len % cols == 0
+    pooled = np.zeros((stream.num_layers, stream.num_heads, rows, cols), np.float32)
+    step = block_rows(k_len)
+    for position in range(stream.num_layers):
+        for head in range(stream.num_heads):
+            sink = sink_logit(stream, position, head)
+            for start in range(0, picks.size, step):
+                chosen, rows_of = picks[start : start + step], owners[start : start + step]
+                stop = max(1, visible_stop(stream, position, chosen))
+                scores = logit_rows(stream, position, head, chosen, stop)
+                top = scores.amax(dim=1)
+                total = _normaliser(scores, top, sink)
+                if uniform:
+                    width = k_len // cols
+                    padded = torch.nn.functional.pad(scores, (0, -stop % width), value=-torch.inf)
+                    cells = padded.view(len(chosen), -1, width).amax(dim=2)
+                else:
+                    edges = col_edges[col_edges < stop]
+                    cells = torch.from_numpy(
+                        np.maximum.reduceat(scores.cpu().numpy(), edges, axis=1)
+                    )
+                    cells = cells.to(scores.device)
+                block = ((cells - top[:, None]).exp_() / total[:, None]).nan_to_num_(nan=0.0)
+                part = block.cpu().numpy()
+                firsts = np.flatnonzero(np.diff(rows_of, prepend=-1))
+                part = np.maximum.reduceat(part, firsts, axis=0)
+                target = pooled[position, head, rows_of[firsts], : part.shape[1]]
+                pooled[position, head, rows_of[firsts], : part.shape[1]] = np.maximum(target, part)
+    return pooled
+
+
+def layer_top_keys(
+    stream: AttentionStream, position: int, k: int
+) -> tuple[IndexArray, U8Array, F32Array]:
+    """Top keys of every head of one layer: from the scores when the stream keeps q and k.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> s = AttentionStream(np.array([[[[0.1, 0.8, 0.1]]]], np.float32))
+    >>> layer_top_keys(s, 0, 2)[0].tolist()
+    [[[1, 0]]]
+    """
+    if stream.has_weights:
+        return stream_top_keys(stream, position, k)
+    return logit_top_keys(stream, position, k)
+
+
+def any_thumbnails(
+    stream: AttentionStream, rows: int, cols: int, *, first_row: int = 0, sample: int = THUMB_SAMPLE
+) -> U8Array:
+    """Thumbnails as :func:`~attnscope.encode.arrays.stream_thumbnails`, from scores if it can.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> q = np.zeros((1, 1, 4, 2), np.float32)
+    >>> any_thumbnails(AttentionStream(queries=q, keys=q), 2, 2)[0, 0].tolist()
+    [[255, 255], [255, 255]]
+    """
+    if stream.has_weights:
+        return stream_thumbnails(stream, rows, cols, sample=sample, first_row=first_row)
+    q_len = stream.q_len - first_row
+    if not (0 < rows <= q_len and 0 < cols <= stream.k_len):
+        raise ValueError(
+            f"thumbnail size {rows}x{cols} must lie between 1x1 and the attention's "
+            f"{q_len}x{stream.k_len}."
+        )
+    picks, owners = pick_rows(q_len, rows, sample)
+    return scale_thumbnails(logit_pooled(stream, picks + first_row, owners, rows, cols))
