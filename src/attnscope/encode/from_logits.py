@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 IndexArray = npt.NDArray[np.unsignedinteger[Any]]
 
+THUMB_SCORES = 1 << 27
+"""Most scores a stream's thumbnails compute by default (fewer queries sampled past it)."""
+
 
 def _normaliser(scores: torch.Tensor, top: torch.Tensor, sink: float | None) -> torch.Tensor:
     """``sum(exp(s - max(s)))`` of each row (the sink's term included): ``1 / max weight``."""
@@ -142,7 +145,8 @@ def logit_pooled(
     col_edges = np.arange(cols) * k_len // cols
     uniform = k_len % cols == 0
     pooled = np.zeros((stream.num_layers, stream.num_heads, rows, cols), np.float32)
-    step = block_rows(k_len)
+    # Quarter blocks: picks spread over all queries, and a causal mask then hides more.
+    step = max(1, block_rows(k_len) // 4)
     for position in range(stream.num_layers):
         for head in range(stream.num_heads):
             sink = sink_logit(stream, position, head)
@@ -154,8 +158,11 @@ def logit_pooled(
                 total = _normaliser(scores, top, sink)
                 if uniform:
                     width = k_len // cols
-                    padded = torch.nn.functional.pad(scores, (0, -stop % width), value=-torch.inf)
-                    cells = padded.view(len(chosen), -1, width).amax(dim=2)
+                    if stop % width:
+                        scores = torch.nn.functional.pad(
+                            scores, (0, -stop % width), value=-torch.inf
+                        )
+                    cells = scores.view(len(chosen), -1, width).amax(dim=2)
                 else:
                     edges = col_edges[col_edges < stop]
                     cells = torch.from_numpy(
@@ -190,9 +197,20 @@ def layer_top_keys(
 
 
 def any_thumbnails(
-    stream: AttentionStream, rows: int, cols: int, *, first_row: int = 0, sample: int = THUMB_SAMPLE
+    stream: AttentionStream,
+    rows: int,
+    cols: int,
+    *,
+    first_row: int = 0,
+    sample: int | None = None,
 ) -> U8Array:
     """Thumbnails as :func:`~attnscope.encode.arrays.stream_thumbnails`, from scores if it can.
+
+    ``sample`` queries are pooled per thumbnail row; by default up to
+    :data:`~attnscope.encode.arrays.THUMB_SAMPLE`, fewer when the stream's
+    scores would pass :data:`THUMB_SCORES` (a thumbnail of 8192 queries then
+    pools one query per row: the picture of every head at a cost of two
+    layers' top keys).
 
     Examples
     --------
@@ -202,6 +220,9 @@ def any_thumbnails(
     >>> any_thumbnails(AttentionStream(queries=q, keys=q), 2, 2)[0, 0].tolist()
     [[255, 255], [255, 255]]
     """
+    if sample is None:
+        per_sample = stream.num_layers * stream.num_heads * rows * stream.k_len
+        sample = max(1, min(THUMB_SAMPLE, THUMB_SCORES // per_sample))
     if stream.has_weights:
         return stream_thumbnails(stream, rows, cols, sample=sample, first_row=first_row)
     q_len = stream.q_len - first_row
