@@ -40,7 +40,35 @@ export function typedArray(dtype: DType, bytes: Uint8Array, count?: number): Typ
   }
 }
 
-export interface ArraySpec { name: string; dtype: DType; shape: number[] }
+/** An array's spec; `encoding: "f16-shuffled"` (exported pages only): the page holds its values
+ * as float16, all high bytes then all low bytes, decoded here to the f32 `dtype` it names. */
+export interface ArraySpec { name: string; dtype: DType; shape: number[]; encoding?: string }
+
+/** Relative rounding of a value stored as float16 (half an ulp: 2^-11). */
+export const F16_ROUNDING = 2 ** -11;
+
+let halfTable: Float32Array | null = null;
+/** float32 of every float16 bit pattern (256 kB, built on first use). */
+function halfToFloat(): Float32Array {
+  if (halfTable) return halfTable;
+  const table = new Float32Array(65536);
+  for (let h = 0; h < 65536; h++) {
+    const sign = h & 0x8000 ? -1 : 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
+    table[h] = exp === 0 ? sign * frac * 2 ** -24
+      : exp === 31 ? (frac ? NaN : sign * Infinity)
+        : sign * (1 + frac / 1024) * 2 ** (exp - 15);
+  }
+  halfTable = table;
+  return table;
+}
+
+/** Decode `count` shuffled float16 values (`count` high bytes, then `count` low bytes). */
+export function unshuffleHalf(bytes: Uint8Array, count: number): Float32Array {
+  if (bytes.byteLength < 2 * count) throw new Error(`shuffled float16 needs ${2 * count} bytes, got ${bytes.byteLength}`);
+  const table = halfToFloat(), out = new Float32Array(count);
+  for (let i = 0; i < count; i++) out[i] = table[((bytes[i] as number) << 8) | (bytes[count + i] as number)] as number;
+  return out;
+}
 
 export function makeArray(spec: ArraySpec, bytes: Uint8Array): NDArray {
   const count = spec.shape.reduce((a, b) => a * b, 1);
@@ -112,9 +140,15 @@ export function splitConcatenated(specs: ArraySpec[], bytes: Uint8Array): Record
   let offset = 0;
   for (const spec of specs) {
     offset = Math.ceil(offset / 8) * 8;
-    const len = spec.shape.reduce((a, b) => a * b, 1) * ITEM_SIZE[spec.dtype];
+    const count = spec.shape.reduce((a, b) => a * b, 1);
+    const half = spec.encoding === "f16-shuffled";
+    if (spec.encoding !== undefined && !half) throw new Error(`${spec.name} has unknown encoding ${spec.encoding}`);
+    const len = count * (half ? 2 : ITEM_SIZE[spec.dtype]);
     if (offset + len > bytes.byteLength) throw new Error(`${spec.name} needs bytes ${offset}..${offset + len}, the chunk has ${bytes.byteLength}`);
-    arrays[spec.name] = makeArray(spec, bytes.subarray(offset, offset + len));
+    const part = bytes.subarray(offset, offset + len);
+    arrays[spec.name] = half
+      ? { dtype: spec.dtype, shape: spec.shape.slice(), data: unshuffleHalf(part, count), rounding: F16_ROUNDING }
+      : makeArray(spec, part);
     offset += len;
   }
   return arrays;

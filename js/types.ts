@@ -143,6 +143,8 @@ export interface NDArray {
   dtype: DType;
   shape: number[];
   data: TypedArray;
+  /** Relative rounding the values carry beyond their dtype (2^-11 when they travelled as float16). */
+  rounding?: number;
 }
 
 /** One decoded chunk; `error` set when Python (or the page) could not provide it. */

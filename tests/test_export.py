@@ -38,6 +38,12 @@ def split_arrays(chunk: dict[str, Any]) -> dict[str, np.ndarray]:
         offset = -(-offset // 8) * 8
         dtype = np.dtype(DTYPES[spec["dtype"]])
         count = int(np.prod(spec["shape"]))
+        if spec.get("encoding") == "f16-shuffled":  # all high bytes, then all low bytes
+            pairs = np.frombuffer(data, np.uint8, 2 * count, offset).reshape(2, count)
+            half = np.ascontiguousarray(pairs[::-1].T).view("<f2").reshape(spec["shape"])
+            arrays[spec["name"]] = half.astype(np.float32)
+            offset += 2 * count
+            continue
         arrays[spec["name"]] = np.frombuffer(data, dtype, count, offset).reshape(spec["shape"])
         offset += count * dtype.itemsize
     assert offset == len(data)
@@ -83,7 +89,7 @@ def test_page_is_written_and_self_contained(tmp_path: Path, qk_trace: AttentionT
 
 
 def test_every_chunk_decodes_to_what_encode_produced(qk_trace: AttentionTrace) -> None:
-    chunks = embedded(page_html(qk_trace), "attnscope-chunks")
+    chunks = embedded(page_html(qk_trace, qk_dtype="float32"), "attnscope-chunks")
     assert sorted(chunks) == sorted(all_keys(qk_trace))
     for key, chunk in chunks.items():
         expected = encode_chunk(qk_trace, parse_key(key, qk_trace))
@@ -91,6 +97,38 @@ def test_every_chunk_decodes_to_what_encode_produced(qk_trace: AttentionTrace) -
         decoded = split_arrays(chunk)
         for name, array in expected:
             assert decoded[name].tobytes() == little_endian_bytes(array), (key, name)
+        assert all("encoding" not in a for a in chunk["arrays"])
+
+
+def test_q_and_k_travel_as_shuffled_float16_by_default(qk_trace: AttentionTrace) -> None:
+    chunks = embedded(page_html(qk_trace), "attnscope-chunks")
+    lean = embedded(page_html(qk_trace, views=("neuron",)), "attnscope-chunks")
+    full = embedded(page_html(qk_trace, views=("neuron",), qk_dtype="float32"), "attnscope-chunks")
+    for key in [k for k in chunks if k.startswith("qk:")]:
+        expected = dict(encode_chunk(qk_trace, parse_key(key, qk_trace)))
+        specs = {a["name"]: a for a in chunks[key]["arrays"]}
+        assert {n for n, a in specs.items() if a.get("encoding")} == {"q", "k"}
+        assert specs["q"]["dtype"] == "f32"
+        decoded = split_arrays(chunks[key])
+        for name in ("q", "k"):
+            np.testing.assert_allclose(decoded[name], expected[name], rtol=2**-11, atol=0)
+        np.testing.assert_array_equal(decoded["scaling"], expected["scaling"])
+        assert len(lean[key]["data"]) < 0.75 * len(full[key]["data"])
+
+
+def test_values_beyond_float16_stay_float32(qk_trace: AttentionTrace) -> None:
+    stream = qk_trace.streams["self"]
+    assert stream.queries is not None
+    stream.queries[0, 0, 0, 0] = 1e5
+    chunk = embedded(page_html(qk_trace), "attnscope-chunks")["qk:self:0:0"]
+    assert [a.get("encoding") for a in chunk["arrays"][:2]] == [None, "f16-shuffled"]
+    assert split_arrays(chunk)["q"][0, 0] == 1e5
+
+
+def test_a_bad_qk_dtype_is_explained(tmp_path: Path, qk_trace: AttentionTrace) -> None:
+    with pytest.raises(ValueError, match=r"qk_dtype='f16'.*'float16'.*'float32'"):
+        save_html(qk_trace, tmp_path / "x.html", qk_dtype="f16")
+    assert not (tmp_path / "x.html").exists()
 
 
 def test_widget_page_keeps_the_selection(tmp_path: Path, qk_trace: AttentionTrace) -> None:

@@ -95,7 +95,18 @@ export function neuronRows(chunk: Chunk, query: number, recorded?: Chunk | null)
       const w = ((bytes[query * K + j] as number) / 255) * rowmax;
       recomputeError = Math.max(recomputeError, Math.abs(w - (weight[j] as number)));
     }
-    recordedTolerance = rowmax / 510 + 1e-6;
+    // q and k that travelled as float16 move each score by up to scaling · Σ|q_d k_d| · 2ρ,
+    // and a weight by up to w · (e^(2·that) − 1).
+    const rho = Math.max(qA.rounding ?? 0, kA.rounding ?? 0);
+    let scoreError = 0;
+    if (rho > 0) {
+      for (let j = 0; j < K; j++) {
+        let a = 0;
+        for (let d = 0; d < D; d++) a += Math.abs((q[d] as number) * (k[j * D + d] as number));
+        scoreError = Math.max(scoreError, Math.abs(scaling) * a * (2 * rho + rho * rho));
+      }
+    }
+    recordedTolerance = rowmax / 510 + maxWeight * Math.expm1(2 * scoreError) + 1e-6;
   }
   return { D, K, q, qk, score, weight, masked, bias, scaling, softcap, sink, kvHead: scalar(chunk, "kv_head") ?? -1, maxQK, maxProd, maxWeight, recomputeError, recordedTolerance };
 }

@@ -82,6 +82,32 @@ describe("embedded chunks", () => {
   });
 });
 
+describe("shuffled float16 (the exported page's q and k)", () => {
+  // float16 of 1, -2, 65504, 2^-24 (smallest subnormal), 0.1 (0x2e66): high bytes, then low bytes.
+  const halves = [0x3c00, 0xc000, 0x7bff, 0x0001, 0x2e66];
+  const shuffled = Uint8Array.from([...halves.map((h) => h >> 8), ...halves.map((h) => h & 0xff)]);
+
+  it("decodes every kind of value, after an array it is aligned behind", () => {
+    const bytes = new Uint8Array(8 + shuffled.length);
+    bytes.set([7, 8, 9], 0);
+    bytes.set(shuffled, 8);
+    const arrays = splitConcatenated([
+      { name: "a", dtype: "u8", shape: [3] },
+      { name: "q", dtype: "f32", shape: [5], encoding: "f16-shuffled" },
+    ], bytes);
+    expect(Array.from(arrays.a!.data)).toEqual([7, 8, 9]);
+    expect(Array.from(arrays.q!.data)).toEqual([1, -2, 65504, 2 ** -24, Math.fround(0.0999755859375)]);
+    expect(arrays.q!.dtype).toBe("f32");
+    expect(arrays.q!.rounding).toBe(2 ** -11);
+    expect(arrays.a!.rounding).toBeUndefined();
+  });
+
+  it("refuses an encoding it does not know, and too few bytes", () => {
+    expect(() => splitConcatenated([{ name: "q", dtype: "f32", shape: [1], encoding: "zstd" }], new Uint8Array(8))).toThrow(/unknown encoding zstd/);
+    expect(() => splitConcatenated([{ name: "q", dtype: "f32", shape: [9], encoding: "f16-shuffled" }], shuffled)).toThrow(/needs bytes 0..18/);
+  });
+});
+
 describe("createChunkSource", () => {
   it("joins concurrent requests, caches, and resolves errors", async () => {
     const sent: string[][] = [];

@@ -21,7 +21,7 @@ from attnscope.encode.arrays import NamedArray
 from attnscope.encode.chunks import ChunkKey, all_keys, encode_chunk, parse_key
 from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.meta import build_meta
-from attnscope.encode.pack import pack_chunk
+from attnscope.encode.pack import HALF_ARRAYS, pack_chunk
 from attnscope.encode.selection import VIEWS, ViewName, check_views, default_selection
 from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionTrace
@@ -56,6 +56,7 @@ def embed_chunks(
     *,
     keys: Sequence[str] | None = None,
     encode: Encoder = encode_chunk,
+    qk_dtype: str = "float16",
 ) -> tuple[dict[str, Any], list[str]]:
     """Pack the chunks ``views`` need, in order of need, until ``max_bytes`` is reached.
 
@@ -66,7 +67,9 @@ def embed_chunks(
     notes naming what was left out. With ``compared`` the chunks are the
     comparison's sides, interleaved
     (:meth:`~attnscope.encode.comparison.ComparisonChunks.all_keys`).
+    ``qk_dtype`` is how the neuron view's q and k travel (:func:`save_html`).
     """
+    half = HALF_ARRAYS if _check_qk_dtype(qk_dtype) == "float16" else ()
     stream, layer = str(state["stream"]), int(state["layer"])
     if keys is None and compared is None:
         keys = all_keys(trace, stream=stream, layer=layer, views=views)
@@ -78,7 +81,7 @@ def embed_chunks(
     used = 0
     for i, key in enumerate(keys):
         arrays = compared.encode(key) if compared else encode(trace, parse_key(key, trace))
-        chunk = pack_chunk(arrays)
+        chunk = pack_chunk(arrays, half=half)
         size = len(chunk["data"]) + 200
         if used + size > max_bytes:
             left_out = keys[i:]
@@ -103,6 +106,7 @@ def page_html(
     max_bytes: int = DEFAULT_MAX_BYTES,
     keys: Sequence[str] | None = None,
     encode: Encoder = encode_chunk,
+    qk_dtype: str = "float16",
 ) -> str:
     """Render the exported page as a string (what :func:`save_html` writes).
 
@@ -118,13 +122,16 @@ def page_html(
     (True, False, True)
     """
     check_max_bytes(max_bytes)
+    _check_qk_dtype(qk_dtype)
     trace, state, offered, compared = _trace_and_state(trace_or_widget)
     shown = offered if views is None else check_views(views)
     if state["view"] not in shown:
         state["view"] = shown[0]
     css = static_file("widget.css").read_text(encoding="utf-8")
     script = static_file("standalone.js").read_text(encoding="utf-8")
-    chunks, notes = embed_chunks(trace, state, max_bytes, shown, compared, keys=keys, encode=encode)
+    chunks, notes = embed_chunks(
+        trace, state, max_bytes, shown, compared, keys=keys, encode=encode, qk_dtype=qk_dtype
+    )
     if compared is None:
         meta = build_meta(trace, embedded=True, notes=tuple(notes))
     else:
@@ -144,6 +151,16 @@ def page_html(
         f"{_json_for_script(chunks)}</script>\n"
         f"<script>\n{_js_for_script(script)}\n</script>\n</body>\n</html>\n"
     )
+
+
+def _check_qk_dtype(qk_dtype: object) -> str:
+    if qk_dtype not in ("float16", "float32"):
+        raise AttnscopeError(
+            f"qk_dtype={qk_dtype!r} is not a precision the page can send q and k in; use "
+            "'float16' (the default: half the bytes, within 0.05% of each value) or "
+            "'float32' (exact)."
+        )
+    return str(qk_dtype)
 
 
 def check_max_bytes(max_bytes: object) -> None:
@@ -231,6 +248,7 @@ def save_html(
     *,
     views: Sequence[ViewName] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    qk_dtype: str = "float16",
 ) -> Path:
     """Write one self-contained, offline, interactive HTML page; return its path.
 
@@ -254,6 +272,11 @@ def save_html(
         Budget for the embedded attention data. Everything is embedded when it
         fits; otherwise thumbnails and the current layer come first and
         ``_meta.notes`` (shown on the page) says what was left out.
+    qk_dtype
+        How the neuron view's query and key vectors travel: ``"float16"``
+        (default; half the bytes, each value within 2^-11 of itself, and the
+        view's check against the model's weights widens by what that rounding
+        can move a weight) or ``"float32"`` (the vectors exactly as recorded).
 
     Examples
     --------
@@ -269,7 +292,7 @@ def save_html(
     'ab.html'
     """
     out = page_path(path)
-    page = page_html(trace_or_widget, views=views, max_bytes=max_bytes)
+    page = page_html(trace_or_widget, views=views, max_bytes=max_bytes, qk_dtype=qk_dtype)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     return out

@@ -603,6 +603,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         *,
         views: Sequence[ViewName] | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        qk_dtype: str = "float16",
     ) -> Path:
         """Write this widget, as it is now, to one self-contained offline HTML file.
 
@@ -616,7 +617,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         >>> w.save_html(os.path.join(tempfile.mkdtemp(), "page.html")).suffix
         '.html'
         """
-        return save_html(self, path, views=views, max_bytes=max_bytes)
+        return save_html(self, path, views=views, max_bytes=max_bytes, qk_dtype=qk_dtype)
 
 
 def _unknown_stream(value: object, trace: AttentionTrace) -> str:
