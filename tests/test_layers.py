@@ -15,7 +15,7 @@ import attnscope
 PACKAGE = Path(attnscope.__file__).parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("attnscope.errors", "attnscope._static"),
+    ("attnscope.errors", "attnscope._static", "attnscope._progress"),
     ("attnscope.nn",),
     ("attnscope.trace",),
     ("attnscope.sources",),

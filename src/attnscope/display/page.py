@@ -15,12 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attnscope._progress import progress
 from attnscope._static import static_file
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.encode.arrays import NamedArray
 from attnscope.encode.chunks import ChunkKey, all_keys, encode_chunk, parse_key
 from attnscope.encode.comparison import ComparisonChunks
-from attnscope.encode.meta import build_meta
+from attnscope.encode.meta import build_meta, stream_top_k
 from attnscope.encode.pack import HALF_ARRAYS, pack_chunk
 from attnscope.encode.selection import VIEWS, ViewName, check_views, default_selection
 from attnscope.errors import AttnscopeError
@@ -76,27 +77,118 @@ def embed_chunks(
     elif keys is None and compared is not None:
         keys = compared.all_keys(stream=stream, layer=layer, views=views)
     keys = list(keys or ())
+    slots = None if compared else _head_slots(trace, keys, encode, max_bytes, half)
     packed: dict[str, Any] = {}
     left_out: list[str] = []
     used = 0
-    for i, key in enumerate(keys):
-        arrays = compared.encode(key) if compared else encode(trace, parse_key(key, trace))
-        chunk = pack_chunk(arrays, half=half)
-        size = len(chunk["data"]) + 200
-        if used + size > max_bytes:
-            left_out = keys[i:]
-            break
-        packed[key] = chunk
-        used += size
+    with progress(len(keys), "attnscope page", unit="chunk") as bar:
+        for i, key in enumerate(keys):
+            arrays = compared.encode(key) if compared else encode(trace, parse_key(key, trace))
+            if slots is not None and key.startswith(("top:", "pseudo:")):
+                arrays = _fewer_slots(arrays, slots)
+            chunk = pack_chunk(arrays, half=half)
+            size = len(chunk["data"]) + 200
+            if used + size > max_bytes:
+                left_out = keys[i:]
+                break
+            packed[key] = chunk
+            used += size
+            bar.update(1)
     notes = []
-    if left_out:
-        kinds = sorted({k.split(":")[0] for k in left_out})
+    if slots is not None:
         notes.append(
-            f"{len(left_out)} of {len(keys)} chunks ({', '.join(kinds)}) were left out to keep "
-            f"the page under {max_bytes / 1e6:g} MB, e.g. {', '.join(left_out[:4])}; save "
-            "with a larger max_bytes, or fewer layers, to include them."
+            f"To hold every layer within {max_bytes / 1e6:g} MB, the head view keeps each "
+            f"query's {slots} strongest keys (the widget sends {_slots_of(trace, keys)}); save "
+            "with save_html(..., views=('head',)) or a larger max_bytes for more."
         )
+    if left_out:
+        notes.append(_left_out_note(trace, keys, left_out, max_bytes))
     return packed, notes
+
+
+HEAD_SHARE = 0.5
+"""Share of a page's budget the head view's ``top:``/``pseudo:`` chunks may take before
+they keep fewer keys per query, so that every layer fits."""
+MIN_SLOTS = 4
+"""Fewest keys per query a page's head view keeps."""
+
+
+def _slots_of(trace: AttentionTrace, keys: list[str]) -> int:
+    first = next(k for k in keys if k.startswith("top:"))
+    return stream_top_k(trace.streams[first.split(":")[1]])
+
+
+def _head_slots(
+    trace: AttentionTrace, keys: list[str], encode: Encoder, max_bytes: float, half: Any
+) -> int | None:
+    """Keys per query the page's ``top:`` chunks keep, or None for all of them.
+
+    The first ``top:`` chunk is packed to estimate all of them; when they would
+    pass :data:`HEAD_SHARE` of the budget, fewer slots (a power of two, at
+    least :data:`MIN_SLOTS`) are kept: the strongest keys come first, so the
+    first slots of a row are its strongest.
+    """
+    heads = [k for k in keys if k.startswith(("top:", "pseudo:"))]
+    if len(heads) < 2:
+        return None
+    arrays = encode(trace, parse_key(heads[0], trace))
+    names = [name for name, _ in arrays]
+    if "index" not in names:
+        return None  # every key in key order: nothing to cut
+    slots = int(dict(arrays)["index"].shape[-1])
+    estimate = (len(pack_chunk(arrays, half=half)["data"]) + 200) * len(heads)
+    if estimate <= HEAD_SHARE * max_bytes:
+        return None
+    fit = slots * HEAD_SHARE * max_bytes / estimate
+    return max(MIN_SLOTS, 1 << max(0, int(fit).bit_length() - 1))
+
+
+def _fewer_slots(arrays: list[NamedArray], slots: int) -> list[NamedArray]:
+    """A ``top:`` chunk's arrays keeping the first ``slots`` keys of each row."""
+    if not any(name == "index" for name, _ in arrays):
+        return arrays
+    return [(n, a[..., :slots] if n in ("index", "weight") else a) for n, a in arrays]
+
+
+def _left_out_note(
+    trace: AttentionTrace, keys: list[str], left_out: list[str], max_bytes: float
+) -> str:
+    """What each view misses, and how to get it."""
+    missing: list[str] = []
+    views: list[str] = []
+    counts = {kind: sum(k.startswith(kind + ":") for k in keys) for kind in _KIND_VIEW}
+    for kind, (view, what) in _KIND_VIEW.items():
+        gone = sum(k.startswith(kind + ":") for k in left_out)
+        if gone:
+            missing.append(f"{view} view: {what} of {gone} of {counts[kind]} {_UNIT[kind]}")
+            if view not in views:
+                views.append(view)
+    chosen = ", ".join(repr(v) for v in views)
+    return (
+        f"{len(left_out)} of {len(keys)} chunks were left out to keep the page under "
+        f"{max_bytes / 1e6:g} MB: {'; '.join(missing)}. Views show a message where data is "
+        f"missing. To include them, save with save_html(..., views=({chosen},), "
+        "max_bytes=...) (a larger budget), or capture fewer layers "
+        "(attnscope.capture(..., layers=[...]))."
+    )
+
+
+_KIND_VIEW = {
+    "thumbs": ("model", "thumbnails"),
+    "stats": ("model", "statistics"),
+    "top": ("head", "lines"),
+    "pseudo": ("head", "pseudo-heads"),
+    "qk": ("neuron", "q/k"),
+    "attn": ("neuron", "weights (and the model view's hover preview)"),
+}
+_UNIT = {
+    "thumbs": "streams",
+    "stats": "streams",
+    "top": "layers",
+    "pseudo": "layers",
+    "qk": "heads",
+    "attn": "heads",
+}
 
 
 def page_html(
