@@ -10,7 +10,9 @@ per pseudo-head (``docs/protocol.md``, "Chunks").
 
 from __future__ import annotations
 
+import weakref
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 
@@ -139,12 +141,27 @@ def pseudo_weights(stream: AttentionStream, position: int) -> F32Array:
     """
     out = [layer_block(stream, position).mean(axis=0)]
     if "rollout" in pseudo_heads(stream):
-        product = np.eye(stream.q_len)
-        for p in range(position + 1):
-            product = residual_attention(stream, p) @ product
-        out.append(product)
+        out.append(_rollout_through(stream, position))
     weights: F32Array = np.stack(out).astype(np.float32)
     return weights
+
+
+_LAST_ROLLOUT: weakref.WeakKeyDictionary[AttentionStream, tuple[int, Any]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Per stream, the last rollout product made: a page asks for layers 0, 1, 2, ... in turn,
+and each extends the one before by one layer instead of starting again from layer 0."""
+
+
+def _rollout_through(stream: AttentionStream, position: int) -> Any:
+    """Rollout up to and including ``position``: residual attention products, newest on the left."""
+    start, product = _LAST_ROLLOUT.get(stream, (-1, None))
+    if product is None or start > position:
+        start, product = -1, np.eye(stream.q_len)
+    for p in range(start + 1, position + 1):
+        product = residual_attention(stream, p) @ product
+    _LAST_ROLLOUT[stream] = (position, product)
+    return product
 
 
 def pseudo_arrays(stream: AttentionStream, position: int, top_k: int) -> list[NamedArray]:
