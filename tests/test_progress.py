@@ -37,3 +37,20 @@ def test_a_write_shorter_than_the_delay_prints_nothing(monkeypatch: Any, tmp_pat
     monkeypatch.setattr(_progress, "DELAY", 3600.0)
     attnscope.save_html(_trace(), tmp_path / "page.html")
     assert out.getvalue() == ""
+
+
+def test_a_long_capture_ticks_each_layer_and_leaves_the_model_as_found(monkeypatch: Any) -> None:
+    from capture_models import bpe_tokenizer, tiny_model
+
+    tokenizer = bpe_tokenizer()
+    model = tiny_model("gpt2", len(tokenizer))
+    hooks = [dict(m._forward_hooks) for m in model.modules()]
+    out = io.StringIO()
+    monkeypatch.setattr(_progress, "FILE", out)
+    monkeypatch.setattr(_progress, "DELAY", 0.0)  # every capture counts as long
+    attnscope.capture(model, "The cat sat on the mat.", tokenizer=tokenizer)
+    text = out.getvalue()
+    assert "attnscope capture" in text
+    assert f"{model.config.n_layer}/{model.config.n_layer}" in text  # one tick per layer
+    assert text.rsplit("\r", 2)[-2].strip() == ""  # the bar's line is blanked at the end
+    assert [dict(m._forward_hooks) for m in model.modules()] == hooks

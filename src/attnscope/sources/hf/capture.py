@@ -41,6 +41,7 @@ from attnscope.sources.hf.generate import (
 )
 from attnscope.sources.hf.generic import capture_generic
 from attnscope.sources.hf.layer_groups import Axis
+from attnscope.sources.hf.layer_progress import layer_progress
 from attnscope.sources.hf.loading import load_model, load_tokenizer
 from attnscope.sources.hf.model_name import model_display_name
 from attnscope.sources.hf.preflight import check_weights_loaded, preflight
@@ -348,7 +349,8 @@ def capture(
                 notes.append("target generated greedily by the model.")
         inputs = {**source.inputs, **(target_enc.inputs if target_enc else {})}
         forward = _forward_inputs(model, inputs)
-        route, calls = _run_route(model, route, forward, chosen, notes)
+        with layer_progress(model, count):
+            route, calls = _run_route(model, route, forward, chosen, notes)
         sides = {"source": source, "target": target_enc or source}
         before = list(notes)
         streams = _streams(model, calls, sides, route, notes)
@@ -360,7 +362,8 @@ def capture(
                 "neuron view unavailable: the recorded q and k do not reproduce this "
                 f"model's attention weights (max error {worst:.2g})."
             )
-            route, calls = _run_route(model, "attention-only", forward, chosen, notes)
+            with layer_progress(model, count):
+                route, calls = _run_route(model, "attention-only", forward, chosen, notes)
             streams = _streams(model, calls, sides, route, notes)
         notes += _dtype_note(model)
     return AttentionTrace.from_streams(
