@@ -82,9 +82,14 @@ def all_widgets(cell: Any) -> int:
 
 
 def rich_outputs(cell: Any, ours: set[str]) -> int:
-    """Displayed outputs, other widgets (progress bars) left out: ours, or a stray repr."""
+    """Displayed outputs, other widgets (progress bars) left out: ours, or a stray repr.
+
+    An output emptied after it was shown (a finished progress bar) shows nothing.
+    """
     return sum(
-        o.output_type in {"display_data", "execute_result"} and widget_id(o) in {None, *ours}
+        o.output_type in {"display_data", "execute_result"}
+        and widget_id(o) in {None, *ours}
+        and o.get("data") != {"text/plain": ""}
         for o in cell.outputs
     )
 

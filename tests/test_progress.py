@@ -54,3 +54,35 @@ def test_a_long_capture_ticks_each_layer_and_leaves_the_model_as_found(monkeypat
     assert f"{model.config.n_layer}/{model.config.n_layer}" in text  # one tick per layer
     assert text.rsplit("\r", 2)[-2].strip() == ""  # the bar's line is blanked at the end
     assert [dict(m._forward_hooks) for m in model.modules()] == hooks
+
+
+def test_in_a_kernel_the_bar_is_a_widget_and_nothing_of_it_stays(tmp_path: Path) -> None:
+    import nbformat
+
+    from notebook_runner import execute
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "import numpy as np, attnscope\n"
+            "from attnscope import _progress\n"
+            "_progress.DELAY = 0.0  # every write counts as long\n"
+            "q = np.random.default_rng(0).normal(size=(3, 2, 10, 4)).astype(np.float32)\n"
+            "trace = attnscope.AttentionTrace([str(i) for i in range(10)], None, queries=q, keys=q)"
+        ),
+        nbformat.v4.new_code_cell(
+            "shown = []\n"
+            "from IPython import get_ipython\n"
+            "get_ipython().display_pub.register_hook(\n"
+            "    lambda msg: shown.append(sorted(msg['content'].get('data', {}))) or msg)\n"
+            "attnscope.save_html(trace, 'page.html')\n"
+            "print(shown)"
+        ),
+    ]
+    _, cell = execute(notebook, tmp_path)
+    # The bar was shown as a widget while it ran ...
+    assert "application/vnd.jupyter.widget-view+json" in cell.outputs[-1]["text"]
+    # ... and its output is empty afterwards: nothing but the printed line stays.
+    assert [o.get("data") for o in cell.outputs if o.output_type == "display_data"] == [
+        {"text/plain": ""}
+    ]
