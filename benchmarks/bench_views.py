@@ -27,7 +27,9 @@ from bench_inputs import Run
 ATTNSCOPE_HEAD_ONLY = "attnscope head view page"
 ATTNSCOPE = "attnscope page, all views"
 ATTNSCOPE_HEAD = '[data-testid="head-view"]'
+# Two animation frames: the second callback runs once the frame after a change is painted.
 NEXT_FRAME = "await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));"
+ONE_FRAME = "await new Promise((r) => requestAnimationFrame(r));"
 
 
 @dataclass
@@ -241,8 +243,9 @@ def attnscope_head(
                 if (error && !error.hidden && Number(el.dataset.draws) > before) {{
                     throw new Error(error.textContent);
                 }}
-                {NEXT_FRAME}
+                {ONE_FRAME}
             }}
+            {NEXT_FRAME}
         }}"""
         for layer in _cycle(shown, switches)
     ]
@@ -252,7 +255,7 @@ def attnscope_head(
 
 
 def _redrawn(root: str, act: str) -> str:
-    """``async () => void`` that runs ``act`` and resolves when ``root`` has drawn again."""
+    """``async () => void``: run ``act``, resolve once ``root`` has drawn again and painted."""
     return f"""async () => {{
         const el = () => document.querySelector({root!r});
         const before = el() ? Number(el().dataset.draws) : 0;
@@ -260,8 +263,9 @@ def _redrawn(root: str, act: str) -> str:
         while (!el() || Number(el().dataset.draws) <= before || el().dataset.ready !== "true") {{
             const error = el() && el().querySelector('.attnscope-status[data-kind="error"]');
             if (error && !error.hidden) throw new Error(error.textContent);
-            {NEXT_FRAME}
+            {ONE_FRAME}
         }}
+        {NEXT_FRAME}
     }}"""
 
 

@@ -1,0 +1,206 @@
+"""One capture in a fresh process: its time and peak memory, then what a user does with it.
+
+Run by compare_peers.py for the long and many-heads rows; prints one JSON
+object (the last line of stdout). Peak memory is the resident set's high-water
+mark (Linux ``VmHWM``, reset by writing ``5`` to ``/proc/self/clear_refs``
+just before each step: loading the model does not count) minus the resident
+set before the step. tracemalloc would not see torch's allocations.
+
+After the capture, optionally: the model's own (sdpa) forward pass timed on
+the same input (``--forward-repeats``); the live widget's Python time to
+answer the head view's first request and each uncached layer switch, and the
+model view's thumbnails (``--widget``); ``save_html`` pages (``--page``); and
+the same for the float32 storage (``--float32``: the captured layers'
+attention materialised into a trace of weights, as attnscope stored every
+trace before q/k storage).
+
+    python benchmarks/bench_worker.py 4096 --widget 5 --page head,model,neuron=/tmp/p.html
+    python benchmarks/bench_worker.py 2048 --what forward
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from bench_inputs import Run, encode, minilm, model_of, text_of, timed_forward
+from bench_views import attnscope_capture
+
+LEFT_OUT = re.compile(r"(\d+) of (\d+) chunks \(([^)]*)\) were left out")
+
+
+def _high_water_mark() -> int:
+    """Peak resident set since the last reset, in bytes (VmHWM of /proc/self/status)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status: peak memory needs Linux")
+
+
+class Peak:
+    """Peak resident set of a ``with`` block above the resident set it started from."""
+
+    def __enter__(self) -> Peak:
+        gc.collect()
+        Path("/proc/self/clear_refs").write_text("5")  # VmHWM := the current RSS
+        self.before = psutil.Process().memory_info().rss
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.delta = max(_high_water_mark() - self.before, 0)
+
+
+def trace_bytes(trace: Any) -> int:
+    """Bytes the trace's streams hold (q/k, masks, weights where kept)."""
+    return sum(int(stream.nbytes) for stream in trace.streams.values())
+
+
+def widget_times(trace: Any, switches: int) -> dict[str, Any]:
+    """Python seconds and bytes of the live widget's answers, each chunk asked for once.
+
+    The head view's first request (``top`` keys of the layer shown), then
+    ``switches`` uncached layer switches (each a layer not asked for before),
+    then the model view's thumbnails of every captured layer.
+    """
+    import attnscope
+
+    start = time.perf_counter()
+    widget = attnscope.AttentionWidget(trace)
+    made = time.perf_counter() - start
+    name = next(iter(trace.streams))
+    layers = trace.streams[name].num_layers
+
+    def ask(key: str) -> tuple[float, int]:
+        start = time.perf_counter()
+        replies = widget.answer({"type": "request", "keys": [key]})
+        seconds = time.perf_counter() - start
+        sent = sum(len(repr(c)) + sum(memoryview(b).nbytes for b in bufs) for c, bufs in replies)
+        return seconds, sent
+
+    first_s, first_bytes = ask(f"top:{name}:0")
+    switch = [ask(f"top:{name}:{p}") for p in range(1, min(switches, layers - 1) + 1)]
+    thumbs_s, thumbs_bytes = ask(f"thumbs:{name}")
+    return {
+        "widget_s": made,
+        "first_head_s": first_s,
+        "first_head_bytes": first_bytes,
+        "switch_s": [s for s, _ in switch],
+        "switch_bytes": [b for _, b in switch],
+        "thumbs_s": thumbs_s,
+        "thumbs_bytes": thumbs_bytes,
+    }
+
+
+def save_pages(trace: Any, pages: list[str]) -> list[dict[str, Any]]:
+    """``save_html`` for each ``views=path`` spec: seconds, bytes and what was left out."""
+    import attnscope
+
+    done = []
+    for spec in pages:
+        views, path = spec.split("=", 1)
+        with Peak() as peak:
+            start = time.perf_counter()
+            attnscope.save_html(trace, path, views=views.split(","))
+            seconds = time.perf_counter() - start
+        html = Path(path).read_text(encoding="utf-8")
+        found = LEFT_OUT.search(html)
+        left_out = f"{found[1]} of {found[2]} chunks ({found[3]})" if found else "nothing"
+        done.append(
+            {
+                "views": views,
+                "path": path,
+                "save_s": seconds,
+                "bytes": len(html.encode()),
+                "left_out": left_out,
+                "peak_delta_bytes": peak.delta,
+            }
+        )
+    return done
+
+
+def float32_trace(trace: Any) -> tuple[Any, dict[str, Any]]:
+    """The captured layers' attention as float32 weights in a new trace (the old storage)."""
+    import attnscope
+
+    start = time.perf_counter()
+    with Peak() as peak:
+        weights = trace.attention  # refuses past attnscope.trace.stream.MAX_ATTENTION_BYTES
+        old = attnscope.AttentionTrace(list(trace.tokens), weights)
+    seconds = time.perf_counter() - start
+    del weights
+    return old, {"build_s": seconds, "bytes": trace_bytes(old), "peak_delta_bytes": peak.delta}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("tokens", type=int)
+    parser.add_argument("--model", default="gpt2", choices=["gpt2", "llama", "minilm"])
+    parser.add_argument("--what", default="capture", choices=["capture", "forward"])
+    parser.add_argument("--layers", default=None, help="comma-separated layer numbers")
+    parser.add_argument("--forward-repeats", type=int, default=0, help="time the sdpa forward")
+    parser.add_argument("--widget", type=int, default=0, help="uncached layer switches to time")
+    parser.add_argument("--page", action="append", default=[], help="views=path (repeatable)")
+    parser.add_argument("--float32", action="store_true", help="also the float32 storage")
+    parser.add_argument("--float32-page", action="append", default=[], help="views=path")
+    args = parser.parse_args()
+    layers = [int(x) for x in args.layers.split(",")] if args.layers else None
+
+    import torch
+
+    torch.manual_seed(0)
+    tokenizer = minilm()[1]
+    model = model_of(args.model)
+    encoded = {"input_ids": encode(tokenizer, args.tokens)["input_ids"]}
+    run = Run(args.model, model, tokenizer, text_of(args.tokens), [], (), 0.0)
+    result: dict[str, Any] = {"tokens": args.tokens, "model": args.model, "layers": layers}
+    if args.what == "forward":
+        with Peak() as peak, torch.no_grad():
+            start = time.perf_counter()
+            model(**encoded)
+            result["forward_s"] = time.perf_counter() - start
+        result["peak_delta_bytes"] = peak.delta
+        print(json.dumps(result))
+        return
+    try:
+        with Peak() as peak:
+            trace, result["capture_s"] = attnscope_capture(run, layers)
+    except ImportError as error:
+        result["status"] = f"not available: {error}"
+        print(json.dumps(result))
+        return
+    result["peak_delta_bytes"] = peak.delta
+    result["trace_bytes"] = trace_bytes(trace)
+    result["notes"] = list(trace.notes)
+    if args.forward_repeats:
+        _, result["forward_s"] = timed_forward(model, encoded, args.forward_repeats)
+    if args.widget:
+        result["widget"] = widget_times(trace, args.widget)
+    result["pages"] = save_pages(trace, args.page)
+    if args.float32:
+        try:
+            old, result["float32"] = float32_trace(trace)
+        except ValueError as error:  # the memory refusal names the size and the fix
+            result["float32"] = {"status": str(error).split(".")[0]}
+        else:
+            del trace
+            gc.collect()
+            if args.widget:
+                result["float32"]["widget"] = widget_times(old, args.widget)
+            result["float32"]["pages"] = save_pages(old, args.float32_page)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
