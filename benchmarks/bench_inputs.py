@@ -118,13 +118,17 @@ def minilm(attn_implementation: str | None = None) -> tuple[Any, Any]:
 
 
 @cache
-def gpt2_shaped() -> Any:
-    """A randomly initialised 12 x 12 GPT-2 with 4096 positions, default (sdpa) attention."""
+def gpt2_shaped(num_layers: int = 12) -> Any:
+    """A randomly initialised GPT-2 (12 heads, 32768 positions), default (sdpa) attention.
+
+    ``num_layers`` below 12 keeps the shape of each layer but fewer of them:
+    at 32768 tokens the 12-layer forward pass alone takes many minutes here.
+    """
     import torch
     from transformers import GPT2Config, GPT2Model
 
     torch.manual_seed(0)
-    config = GPT2Config(n_positions=GPT2_POSITIONS, n_layer=12, n_head=12, n_embd=768)
+    config = GPT2Config(n_positions=GPT2_POSITIONS, n_layer=num_layers, n_head=12, n_embd=768)
     return GPT2Model(config).eval()
 
 
@@ -155,9 +159,16 @@ def llama_shaped() -> Any:
 MODELS = {"gpt2": gpt2_shaped, "llama": llama_shaped}
 
 
-def model_of(model_name: str) -> Any:
-    """The model ``model_name`` names ("minilm", "gpt2" or "llama"), default attention."""
-    return minilm()[0] if model_name == "minilm" else MODELS[model_name]()
+def model_of(model_name: str, num_layers: int | None = None) -> Any:
+    """The model ``model_name`` names ("minilm", "gpt2" or "llama"), default attention.
+
+    ``num_layers`` (GPT-2 only): fewer layers of the same shape.
+    """
+    if model_name == "minilm":
+        return minilm()[0]
+    if num_layers is not None:
+        return gpt2_shaped(num_layers)
+    return MODELS[model_name]()
 
 
 def encode(tokenizer: Any, num_tokens: int) -> Any:

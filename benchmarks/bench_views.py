@@ -12,7 +12,11 @@ How "drawn" is detected, from the HTML each peer produces:
 - bertviz model_view: the SVG holds layers x heads x n x n ``<line>``s;
 - CircuitsVis attention_heads: heads + 1 ``<canvas>`` (thumbnails + focus),
   each with painted pixels (React mounts the canvases before they are painted);
-- attnscope: its head view element says ``data-ready="true"`` and ``data-draws >= 1``.
+- attnscope: the view it opens on says ``data-ready="true"`` and ``data-draws >= 1``.
+
+The browser then waits two animation frames for the painted frame
+(bench_browser.py); switches and other interactions likewise resolve two
+frames after the view has drawn again.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ class View:
     notes: list[str] = field(default_factory=list)
     # Other interactions, each timed once after the switches: name -> async () => void.
     probes: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)  # named Python steps
 
     @property
     def size(self) -> int | None:
@@ -172,17 +177,10 @@ def widget_first_view_bytes(trace: Any, keys: list[str]) -> int:
     """Bytes the widget sends for ``keys`` (docs/protocol.md messages), without a kernel."""
     import attnscope
 
-    widget = attnscope.AttentionWidget(trace)
-    sent: list[int] = []
-
-    def send(content: Any, buffers: Any = None) -> None:
-        sent.append(len(repr(content)) + sum(memoryview(b).nbytes for b in buffers or []))
-
-    widget.send = send
-    widget._handle_custom_msg({"type": "request", "keys": keys}, [])
-    if not sent:
+    replies = attnscope.AttentionWidget(trace).answer({"type": "request", "keys": keys})
+    if not replies:
         raise RuntimeError(f"the widget answered nothing to a request for {keys}")
-    return sum(sent)
+    return sum(len(repr(c)) + sum(memoryview(b).nbytes for b in bufs) for c, bufs in replies)
 
 
 def attnscope_head(
@@ -218,15 +216,37 @@ def attnscope_head(
     view.values = shown * run.num_heads * run.num_tokens**2
     # Capture runs the model once; what it adds on top of the forward pass is its cost.
     view.python_s = max(capture_s - run.forward_s, 0.0) + save_s
+    view.seconds = {"capture": capture_s, "save_html": save_s}
     view.notes.append(
         f"capture {capture_s:.2f} s incl. forward, save_html {save_s:.2f} s, "
         f"widget + first head-view chunk {widget_s:.2f} s"
     )
+    attnscope_page_js(view, views, shown, switches)
+    return view
+
+
+ROOTS = {
+    "head": ATTNSCOPE_HEAD,
+    "model": '[data-testid="model-view"]',
+    "neuron": '[data-testid="neuron-view"]',
+}
+
+
+def attnscope_page_js(view: View, views: tuple[str, ...], shown: int, switches: int) -> None:
+    """How the browser tells an attnscope page is drawn, switches layer and opens views.
+
+    The page opens on ``views[0]``: drawn once that view says ``data-ready`` and
+    has drawn once (the model view: every cell of the grid, in one paint).
+    Layer switches and probes exist when the page opens on the head view.
+    """
+    root = ROOTS[views[0]]
     view.drawn_js = f"""() => {{
-        const el = document.querySelector({ATTNSCOPE_HEAD!r});
+        const el = document.querySelector({root!r});
         return !!el && el.dataset.ready === "true" && Number(el.dataset.draws) >= 1
             && performance.now();
     }}"""
+    if views[0] != "head":
+        return
     # The layer <select> fires the same store update a user's choice does; a switch is
     # done when the head view has drawn again with the new layer's data in (or fails
     # with the message the view shows).
@@ -251,7 +271,6 @@ def attnscope_head(
     ]
     view.switch_what = "layer (select)"
     view.probes = attnscope_probes(views)
-    return view
 
 
 def _redrawn(root: str, act: str) -> str:

@@ -10,7 +10,7 @@ After the capture, optionally: the model's own (sdpa) forward pass timed on
 the same input (``--forward-repeats``); the live widget's Python time to
 answer the head view's first request and each uncached layer switch, and the
 model view's thumbnails (``--widget``); ``save_html`` pages (``--page``); and
-the same for the float32 storage (``--float32``: the captured layers'
+the same for the float32 storage (``--float32``: some captured layers'
 attention materialised into a trace of weights, as attnscope stored every
 trace before q/k storage).
 
@@ -128,13 +128,22 @@ def save_pages(trace: Any, pages: list[str]) -> list[dict[str, Any]]:
     return done
 
 
-def float32_trace(trace: Any) -> tuple[Any, dict[str, Any]]:
-    """The captured layers' attention as float32 weights in a new trace (the old storage)."""
+def float32_trace(trace: Any, positions: list[int]) -> tuple[Any, dict[str, Any]]:
+    """Layers ``positions`` of the trace as float32 weights in a new trace (the old storage).
+
+    Raises the stream's memory error when one layer is past
+    ``attnscope.trace.stream.MAX_ATTENTION_BYTES``.
+    """
+    import numpy as np
+
     import attnscope
 
+    stream = next(iter(trace.streams.values()))
     start = time.perf_counter()
     with Peak() as peak:
-        weights = trace.attention  # refuses past attnscope.trace.stream.MAX_ATTENTION_BYTES
+        weights = np.stack([stream.layer_attention(p) for p in positions]).astype(
+            np.float32, copy=False
+        )
         old = attnscope.AttentionTrace(list(trace.tokens), weights)
     seconds = time.perf_counter() - start
     del weights
@@ -152,7 +161,9 @@ def main() -> None:
     parser.add_argument("--forward-repeats", type=int, default=0, help="time the sdpa forward")
     parser.add_argument("--widget", type=int, default=0, help="uncached layer switches to time")
     parser.add_argument("--page", action="append", default=[], help="views=path (repeatable)")
+    parser.add_argument("--num-layers", type=int, help="GPT-2: fewer layers of the same shape")
     parser.add_argument("--float32", action="store_true", help="also the float32 storage")
+    parser.add_argument("--float32-layers", default="0", help="layer positions it keeps")
     parser.add_argument("--float32-page", action="append", default=[], help="views=path")
     args = parser.parse_args()
     layers = [int(x) for x in args.layers.split(",")] if args.layers else None
@@ -161,7 +172,7 @@ def main() -> None:
 
     torch.manual_seed(0)
     tokenizer = minilm()[1]
-    model = model_of(args.model)
+    model = model_of(args.model, args.num_layers)
     encoded = {"input_ids": encode(tokenizer, args.tokens)["input_ids"]}
     run = Run(args.model, model, tokenizer, text_of(args.tokens), [], (), 0.0)
     result: dict[str, Any] = {"tokens": args.tokens, "model": args.model, "layers": layers}
@@ -190,9 +201,10 @@ def main() -> None:
     result["pages"] = save_pages(trace, args.page)
     if args.float32:
         try:
-            old, result["float32"] = float32_trace(trace)
+            positions = [int(x) for x in args.float32_layers.split(",")]
+            old, result["float32"] = float32_trace(trace, positions)
         except ValueError as error:  # the memory refusal names the size and the fix
-            result["float32"] = {"status": str(error).split(".")[0]}
+            result["float32"] = {"status": f"refused: {str(error)[:200]}"}
         else:
             del trace
             gc.collect()

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +35,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_browser import Chromium, Timing, median_ms
+from bench_goals import Goals
 from bench_inputs import MINILM_MAX_TOKENS, Run, forward
+from bench_long import CaseResult, LongTable, case_rows, measure_case
+from bench_plan import SECTIONS, cases, long_goals, peer_goals
 from bench_views import (
     ATTNSCOPE,
     ATTNSCOPE_HEAD_ONLY,
@@ -48,7 +49,7 @@ from bench_views import (
     circuitsvis_heads,
 )
 
-DEFAULT_SIZES = [16, 64, 256, 512, 1024, 2048, 4096]
+DEFAULT_SIZES = [16, 64, 256, 512]
 QUICK_SIZES = [16, 64]
 PEERS: dict[str, Callable[[Run, int], View]] = {
     "bertviz head_view": bertviz_head,
@@ -91,16 +92,18 @@ def human_ms(values: list[float], status: str | None) -> str:
 class Table:
     HEADER = (
         "| tool / view | model | tokens | forward | Python (view) | bytes to browser "
-        "| B / value | drawn (median) | switch (median) | notes |"
+        "| B / value | DOM ready (median) | painted (median) | switch (median) | notes |"
     )
-    RULE = "|" + "---|" * 10
+    RULE = "|" + "---|" * 11
 
     def __init__(self) -> None:
         self.rows: list[str] = []
+        # (tool, tokens) -> the view and its timing, for the goals
+        self.results: dict[tuple[str, int], tuple[View, Timing | None]] = {}
 
     def add(self, run: Run, tool: str, cells: list[str], notes: list[str]) -> None:
-        """One row: the run's columns, then ``cells`` (5 columns, padded), then notes."""
-        cells = (cells + [""] * 5)[:5]
+        """One row: the run's columns, then ``cells`` (6 columns, padded), then notes."""
+        cells = (cells + [""] * 6)[:6]
         row = [tool, run.model_name, str(run.num_tokens), f"{run.forward_s:.3f} s", *cells]
         row.append("; ".join(notes))
         line = "| " + " | ".join(c.replace("|", "/") for c in row) + " |"
@@ -109,6 +112,7 @@ class Table:
 
     def view_row(self, view: View, timing: Timing | None) -> None:
         run = view.run
+        self.results[(view.tool, run.num_tokens)] = (view, timing)
         one_layer = run.num_heads * run.num_tokens**2
         notes = list(view.notes)
         notes += [
@@ -130,14 +134,15 @@ class Table:
                 f"{view.python_s:.3f} s" if view.python_s is not None else "",
                 human_bytes(size) if size is not None else "",
                 f"{size / view.values:.2f}" if size and view.values else "",
+                human_ms(timing.ready_ms, timing.drawn_status) if timing else "not measured",
                 human_ms(timing.drawn_ms, timing.drawn_status) if timing else "not measured",
                 human_ms(timing.switch_ms, timing.switch_status) if timing else "not measured",
             ],
             notes,
         )
 
-    def markdown(self, title: str) -> str:
-        return "\n".join([title, "", self.HEADER, self.RULE, *self.rows, ""])
+    def markdown(self) -> str:
+        return "\n".join([self.HEADER, self.RULE, *self.rows, ""])
 
 
 def measure_view(
@@ -164,7 +169,9 @@ def peer_row(
         status = f"not attempted: page ≈ {human_bytes(expected)}"
         table.add(run, tool, [status], [f"at {PEER_BYTES_PER_VALUE[tool]:g} B/value"])
         return
-    tool_row(table, tool, partial(PEERS[tool], run, args.repeats), run, chromium, folder, args)
+    note = f"weights from an eager MiniLM, its forward {run.eager_forward_s or 0:.3f} s"
+    make = partial(PEERS[tool], run, args.repeats)
+    tool_row(table, tool, make, run, chromium, folder, args, lambda: note)
 
 
 def tool_row(
@@ -188,26 +195,6 @@ def tool_row(
     table.view_row(view, timing)
 
 
-def memory_note(tokens: int, layers: list[int] | None) -> str:
-    """Peak memory of capture and of a plain forward, each in a fresh process."""
-    notes = [f"layers={layers}"]
-    script = Path(__file__).parent / "capture_memory.py"
-    for what in ("forward", "capture"):
-        command = [sys.executable, str(script), str(tokens), "--what", what]
-        if layers is not None:
-            command += ["--layers", ",".join(map(str, layers))]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            notes.append(f"{what} memory: failed ({done.stderr.strip().splitlines()[-1:]})")
-            continue
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-        if "status" in result:
-            notes.append(f"{what} memory: {result['status']}")
-        else:
-            notes.append(f"{what} peak +{human_bytes(result['peak_delta_bytes'])} RSS")
-    return "; ".join(notes)
-
-
 def machine() -> str:
     import torch
 
@@ -223,22 +210,78 @@ def machine() -> str:
     return f"{platform.system()} {cpu}, {cores}; {versions}"
 
 
+def peers_section(table: Table, args: argparse.Namespace, chromium: Chromium | None) -> None:
+    """The peers table: every tool at each size (attnscope only above 512 tokens)."""
+    tools = args.tools.split(",")
+    with tempfile.TemporaryDirectory(prefix="attnscope-bench-") as tmp:
+        folder = Path(tmp)
+        for tokens in args.sizes:
+            model_name = "minilm" if tokens <= MINILM_MAX_TOKENS else "gpt2"
+            run = forward(model_name, tokens, keep_attention=model_name == "minilm")
+            for tool in [PEER_TOOLS[t] for t in tools if t in PEER_TOOLS]:
+                peer_row(table, tool, run, chromium, folder, args)
+                gc.collect()
+            for tool, views in ATTNSCOPE_TOOLS.items():
+                if tool not in tools:
+                    continue
+                make = partial(
+                    attnscope_head, run, args.repeats, folder, None, args.page_max_bytes, views
+                )
+                name = ATTNSCOPE if len(views) == 3 else ATTNSCOPE_HEAD_ONLY
+                tool_row(table, name, make, run, chromium, folder, args)
+            del run
+            gc.collect()
+
+
+def long_sections(
+    long: LongTable, args: argparse.Namespace, chromium: Chromium | None
+) -> list[CaseResult]:
+    """The heads, switch, long and memory sections: each case in a fresh process."""
+    results = []
+    with tempfile.TemporaryDirectory(prefix="attnscope-long-") as tmp:
+        for section in args.only:
+            for case in cases(section, args.long_model, args.long_layers):
+                result = measure_case(case, Path(tmp), chromium, args.long_repeats, args.limit)
+                case_rows(long, result)
+                results.append(result)
+    return results
+
+
+def load() -> str:
+    one, five, fifteen = Path("/proc/loadavg").read_text().split()[:3]
+    return f"load average {one} / {five} / {fifteen} (1 / 5 / 15 min)"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--sizes", help="comma-separated token counts (default: 16,64,256,512,1024,2048,4096)"
+        "--only",
+        default=",".join(SECTIONS),
+        help=f"comma-separated sections among {','.join(SECTIONS)} (default: all)",
     )
-    parser.add_argument("--quick", action="store_true", help="16 and 64 tokens, 2 repeats")
-    parser.add_argument("--out", type=Path, help="also write the table to this markdown file")
+    parser.add_argument(
+        "--sizes",
+        help="peers section: comma-separated token counts (default: 16,64,256,512)",
+    )
+    parser.add_argument("--quick", action="store_true", help="peers at 16 and 64 tokens, 2 repeats")
+    parser.add_argument("--out", type=Path, help="also write the tables to this markdown file")
     parser.add_argument(
         "--repeats", type=int, default=5, help="page loads / switches per view (median)"
     )
     parser.add_argument(
+        "--long-repeats", type=int, default=3, help="page loads / switches per long-row page"
+    )
+    parser.add_argument(
         "--limit", type=float, default=60.0, help="seconds allowed per browser step"
     )
-    parser.add_argument("--long-layers", default="0,11", help="layers captured above 512 tokens")
+    parser.add_argument(
+        "--long-model",
+        default="gpt2-3",
+        help="model of the 32768-token row: gpt2 (12 layers) or gpt2-N (its first N layers)",
+    )
+    parser.add_argument("--long-layers", default="0,2", help="layers= of the 32768-token row")
     parser.add_argument(
         "--page-max-mb",
         type=float,
@@ -248,69 +291,56 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--tools",
         default=",".join(TOOLS),
-        help=f"comma-separated subset of {','.join(TOOLS)}",
+        help=f"peers section: comma-separated subset of {','.join(TOOLS)}",
     )
     args = parser.parse_args(argv)
-    sizes = QUICK_SIZES if args.quick else DEFAULT_SIZES
-    if args.sizes:
-        sizes = [int(s) for s in args.sizes.split(",")]
+    args.only = args.only.split(",")
+    unknown_sections = set(args.only) - set(SECTIONS)
+    if unknown_sections:
+        parser.error(f"unknown sections {sorted(unknown_sections)}; choose among {SECTIONS}")
+    args.sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
+    args.sizes = args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     if args.quick:
         args.repeats = min(args.repeats, 2)
-    long_layers = [int(x) for x in args.long_layers.split(",")]
-    tools = args.tools.split(",")
+    args.long_layers = [int(x) for x in args.long_layers.split(",")]
     args.page_max_bytes = None if args.page_max_mb is None else int(args.page_max_mb * 1e6)
-    unknown = set(tools) - set(TOOLS)
+    unknown = set(args.tools.split(",")) - set(TOOLS)
     if unknown:
         parser.error(f"unknown tools {sorted(unknown)}; choose among {TOOLS}")
 
     started = time.perf_counter()
-    table = Table()
-    print(Table.HEADER + "\n" + Table.RULE, flush=True)
+    load_before = load()
+    table, long, goals = Table(), LongTable(), Goals()
     chromium = None if args.no_browser else Chromium()
+    results: list[CaseResult] = []
     try:
-        with tempfile.TemporaryDirectory(prefix="attnscope-bench-") as tmp:
-            folder = Path(tmp)
-            for tokens in sizes:
-                model_name = "minilm" if tokens <= MINILM_MAX_TOKENS else "gpt2"
-                run = forward(model_name, tokens, keep_attention=model_name == "minilm")
-                for tool in [PEER_TOOLS[t] for t in tools if t in PEER_TOOLS]:
-                    peer_row(table, tool, run, chromium, folder, args)
-                    gc.collect()
-                layers = None if model_name == "minilm" else long_layers
-                for tool, views in ATTNSCOPE_TOOLS.items():
-                    if tool not in tools:
-                        continue
-                    make = partial(
-                        attnscope_head,
-                        run,
-                        args.repeats,
-                        folder,
-                        layers,
-                        args.page_max_bytes,
-                        views,
-                    )
-                    # Peak memory is the capture's, the same for both pages: measured once.
-                    note = (
-                        partial(memory_note, tokens, layers)
-                        if layers is not None and tool == "attnscope"
-                        else None
-                    )
-                    name = ATTNSCOPE if len(views) == 3 else ATTNSCOPE_HEAD_ONLY
-                    tool_row(table, name, make, run, chromium, folder, args, note)
-                del run
-                gc.collect()
+        if "peers" in args.only:
+            print(Table.HEADER + "\n" + Table.RULE, flush=True)
+            peers_section(table, args, chromium)
+            peer_goals(goals, table.results)
+        if set(args.only) - {"peers"}:
+            print("\n" + LongTable.HEADER + "\n" + LongTable.RULE, flush=True)
+            results = long_sections(long, args, chromium)
+            long_goals(goals, results)
     finally:
         if chromium is not None:
             chromium.close()
 
     title = (
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine()}; "
-        f"headless chromium, limit {args.limit:g} s per browser step; "
-        f"the run took {time.perf_counter() - started:.0f} s."
+        f"headless chromium, limit {args.limit:g} s per browser step; sections "
+        f"{','.join(args.only)}; the run took {time.perf_counter() - started:.0f} s; "
+        f"{load_before} at the start, {load()} at the end."
     )
-    print("\n" + title)
+    print("\n" + goals.markdown() + "\n" + title)
     if args.out:
-        args.out.write_text(table.markdown(title))
+        parts = [title, ""]
+        if table.rows:
+            parts.append(table.markdown())
+        if long.rows:
+            parts.append(long.markdown())
+        parts.append(goals.markdown())
+        args.out.write_text("\n".join(parts))
 
 
 if __name__ == "__main__":
