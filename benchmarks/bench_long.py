@@ -78,14 +78,24 @@ def run_worker(case: Case, folder: Path) -> dict[str, Any]:
                 "--float32-page",
                 f"{','.join(views)}={folder / f'{stem}-{len(views)}-float32.html'}",
             ]
+    log = folder / f"{stem}.log"
     try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, check=False, timeout=case.timeout_s
-        )
+        with log.open("w") as errors:
+            done = subprocess.run(
+                command,
+                check=False,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+                timeout=case.timeout_s,
+            )
     except subprocess.TimeoutExpired:
         return {"status": f"> {case.timeout_s:g} s (stopped)"}
+    finally:  # the worker's progress lines, for the run's log
+        lines = log.read_text().splitlines()
+        print("\n".join(line for line in lines if line.startswith("[")), file=sys.stderr)
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        last = (lines or ["no message"])[-1]
         return {"status": f"failed: {last[:160]}"}
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result

@@ -39,6 +39,14 @@ from bench_views import attnscope_capture
 LEFT_OUT = re.compile(r"(\d+) of (\d+) chunks \(([^)]*)\) were left out")
 
 
+STARTED = time.perf_counter()
+
+
+def log(step: str) -> None:
+    """Progress on stderr (stdout carries the JSON result)."""
+    print(f"[{time.perf_counter() - STARTED:7.1f} s] {step}", file=sys.stderr, flush=True)
+
+
 def _high_water_mark() -> int:
     """Peak resident set since the last reset, in bytes (VmHWM of /proc/self/status)."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -112,6 +120,7 @@ def save_pages(trace: Any, pages: list[str]) -> list[dict[str, Any]]:
             start = time.perf_counter()
             attnscope.save_html(trace, path, views=views.split(","))
             seconds = time.perf_counter() - start
+        log(f"page {views} saved in {seconds:.1f} s")
         html = Path(path).read_text(encoding="utf-8")
         found = LEFT_OUT.search(html)
         left_out = f"{found[1]} of {found[2]} chunks ({found[3]})" if found else "nothing"
@@ -184,6 +193,7 @@ def main() -> None:
         result["peak_delta_bytes"] = peak.delta
         print(json.dumps(result))
         return
+    log(f"{args.model} at {args.tokens} tokens: {args.what}")
     try:
         with Peak() as peak:
             trace, result["capture_s"] = attnscope_capture(run, layers)
@@ -194,10 +204,13 @@ def main() -> None:
     result["peak_delta_bytes"] = peak.delta
     result["trace_bytes"] = trace_bytes(trace)
     result["notes"] = list(trace.notes)
+    log(f"captured in {result['capture_s']:.1f} s")
     if args.forward_repeats:
         _, result["forward_s"] = timed_forward(model, encoded, args.forward_repeats)
+        log(f"forward in {result['forward_s']:.1f} s")
     if args.widget:
         result["widget"] = widget_times(trace, args.widget)
+        log("widget answers timed")
     result["pages"] = save_pages(trace, args.page)
     if args.float32:
         try:

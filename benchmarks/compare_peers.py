@@ -1,22 +1,32 @@
-"""attnscope against bertviz and CircuitsVis, in one run on one machine; prints a markdown table.
+"""attnscope against bertviz and CircuitsVis, and at long inputs and many heads; one run.
 
-    python benchmarks/compare_peers.py                 # MiniLM 16-512, GPT-2-shaped 1024-4096
-    python benchmarks/compare_peers.py --quick         # 16 and 64 tokens, two repeats
-    python benchmarks/compare_peers.py --sizes 16,256 --out bench.md
+    python benchmarks/compare_peers.py                    # every section (about 30 min here)
+    python benchmarks/compare_peers.py --only peers --quick   # 16 and 64 tokens, 2 repeats
+    python benchmarks/compare_peers.py --only peers --sizes 16,256 --out bench.md
+    python benchmarks/compare_peers.py --only long,memory
 
-For each size: the model's own forward pass (reported apart: eager for
-MiniLM, as the peers need; the default sdpa for the GPT-2-shaped model), then
-each tool's view: Python time to produce it on top of that forward pass,
-bytes that reach the browser, bytes per attention value, and in headless
-Debian chromium (file:// pages, network blocked) the median time until the
-view is drawn and to switch layer (or the tool's nearest interaction). A
-tool that fails or exceeds the time limit is recorded as such. Sizes above
-512 use a randomly initialised 12 x 12 GPT-2-shaped model, attnscope only,
-with the capture's peak memory measured in a fresh process per size.
+Sections (``--only``): ``peers`` is the table against the peers; ``heads``,
+``switch``, ``long`` and ``memory`` the long table (see bench_plan.py).
 
+peers: for each size the model's own forward pass (MiniLM with its default
+attention, sdpa, as users load it), then each tool's view: Python time to
+produce it on top of that forward pass, bytes that reach the browser, bytes
+per attention value, and in headless Debian chromium (file:// pages, network
+blocked) the median time until the view's DOM is built, until the first frame
+with it is painted, and to switch layer (or the tool's nearest interaction),
+each to the painted frame. bertviz and CircuitsVis need eager weights: they
+get those of an eager-loaded MiniLM, whose forward pass is in the row's
+notes. A tool that fails or exceeds the time limit is recorded as such.
 attnscope's Python time is what its capture adds to the forward column
 (clamped at 0) plus ``save_html``; the raw capture, save and widget times are
 in the row's notes.
+
+The long table: each case captured once in a fresh process (time, peak
+resident memory above the loaded model, the trace's bytes), then the
+model's own forward pass, the live widget's Python answers, ``save_html``
+pages opened in chromium, and the float32 storage beside the q/k storage
+where it fits. Finally each goal of issues 13 and 17 is printed as met or
+missed, and by how much.
 """
 
 from __future__ import annotations
