@@ -5,8 +5,10 @@
     python benchmarks/compare_peers.py --only peers --sizes 16,256 --out bench.md
     python benchmarks/compare_peers.py --only long,memory
 
-Sections (``--only``): ``peers`` is the table against the peers; ``heads``,
-``switch``, ``long`` and ``memory`` the long table (see bench_plan.py).
+Sections (``--only``, run in this order): ``peers`` is the table against the
+peers; ``switch``, ``long``, ``heads``, ``memory`` and ``huge`` the long table
+(see bench_plan.py). With ``--out`` the file is rewritten after every row,
+titled as partial until the run ends.
 
 peers: for each size the model's own forward pass (MiniLM with its default
 attention, sdpa, as users load it), then each tool's view: Python time to
@@ -108,6 +110,7 @@ class Table:
 
     def __init__(self) -> None:
         self.rows: list[str] = []
+        self.on_row: Callable[[], None] = lambda: None  # e.g. rewrite the output file
         # (tool, tokens) -> the view and its timing, for the goals
         self.results: dict[tuple[str, int], tuple[View, Timing | None]] = {}
 
@@ -119,6 +122,7 @@ class Table:
         line = "| " + " | ".join(c.replace("|", "/") for c in row) + " |"
         self.rows.append(line)
         print(line, flush=True)
+        self.on_row()
 
     def view_row(self, view: View, timing: Timing | None) -> None:
         run = view.run
@@ -244,16 +248,20 @@ def peers_section(table: Table, args: argparse.Namespace, chromium: Chromium | N
 
 
 def long_sections(
-    long: LongTable, args: argparse.Namespace, chromium: Chromium | None
+    long: LongTable,
+    args: argparse.Namespace,
+    chromium: Chromium | None,
+    save: Callable[[], None],
 ) -> list[CaseResult]:
-    """The heads, switch, long and memory sections: each case in a fresh process."""
+    """The sections after peers, in order: each case in a fresh process."""
     results = []
     with tempfile.TemporaryDirectory(prefix="attnscope-long-") as tmp:
-        for section in args.only:
+        for section in [s for s in SECTIONS if s in args.only and s != "peers"]:
             for case in cases(section, args.long_model, args.long_layers):
                 result = measure_case(case, Path(tmp), chromium, args.long_repeats, args.limit)
                 case_rows(long, result)
                 results.append(result)
+                save()
     return results
 
 
@@ -321,6 +329,30 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     load_before = load()
     table, long, goals = Table(), LongTable(), Goals()
+
+    def title(partial: bool) -> str:
+        what = "PARTIAL (still running or stopped): " if partial else ""
+        return (
+            f"{what}Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
+            f"{machine()}; headless chromium, limit {args.limit:g} s per browser step; sections "
+            f"{','.join(args.only)}; {time.perf_counter() - started:.0f} s so far"
+            f"{'' if partial else ' (the whole run)'}; {load_before} at the start, "
+            f"{load()} {'now' if partial else 'at the end'}."
+        )
+
+    def save(partial: bool = True) -> None:
+        if not args.out:
+            return
+        parts = [title(partial), ""]
+        if table.rows:
+            parts.append(table.markdown())
+        if long.rows:
+            parts.append(long.markdown())
+        if goals.goals:
+            parts.append(goals.markdown())
+        args.out.write_text("\n".join(parts))
+
+    table.on_row = save
     chromium = None if args.no_browser else Chromium()
     results: list[CaseResult] = []
     try:
@@ -330,27 +362,13 @@ def main(argv: list[str] | None = None) -> None:
             peer_goals(goals, table.results)
         if set(args.only) - {"peers"}:
             print("\n" + LongTable.HEADER + "\n" + LongTable.RULE, flush=True)
-            results = long_sections(long, args, chromium)
+            results = long_sections(long, args, chromium, save)
             long_goals(goals, results)
     finally:
         if chromium is not None:
             chromium.close()
-
-    title = (
-        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine()}; "
-        f"headless chromium, limit {args.limit:g} s per browser step; sections "
-        f"{','.join(args.only)}; the run took {time.perf_counter() - started:.0f} s; "
-        f"{load_before} at the start, {load()} at the end."
-    )
-    print("\n" + goals.markdown() + "\n" + title)
-    if args.out:
-        parts = [title, ""]
-        if table.rows:
-            parts.append(table.markdown())
-        if long.rows:
-            parts.append(long.markdown())
-        parts.append(goals.markdown())
-        args.out.write_text("\n".join(parts))
+    print("\n" + goals.markdown() + "\n" + title(partial=False))
+    save(partial=False)
 
 
 if __name__ == "__main__":
