@@ -5,6 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def number(x: float) -> str:
+    """A measurement to a sensible precision: 6154, 61.5, 6.15, 0.615."""
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    return f"{x:.1f}" if abs(x) >= 10 else f"{x:.2f}"
+
+
 @dataclass
 class Goal:
     """One goal: ``value`` against ``limit`` (at most, or at least with ``at_least``)."""
@@ -22,15 +29,17 @@ class Goal:
             return f"- {self.text}: not measured ({self.detail or 'no result'})"
         if self.boolean:
             return f"- {self.text}: **{'met' if self.value else 'missed'}** ({self.detail})"
-        value = f"{self.value:.3g}{self.unit}"
+        value = f"{number(self.value)}{self.unit}"
+        goal = f"{'≥' if self.at_least else '≤'} {number(self.limit)}{self.unit}"
         met = self.value >= self.limit if self.at_least else self.value <= self.limit
         detail = f"; {self.detail}" if self.detail else ""
         if met:
-            return f"- {self.text}: **met** ({value}{detail})"
-        by = abs(self.value - self.limit)
-        ratio = self.value / self.limit if self.limit and not self.at_least else None
-        times = f", {ratio:.1f}× the goal" if ratio else ""
-        return f"- {self.text}: **missed** by {by:.3g}{self.unit} ({value}{times}{detail})"
+            return f"- {self.text}: **met**: {value} against {goal}{detail}"
+        by = f"{number(abs(self.value - self.limit))}{self.unit}"
+        if self.at_least:
+            return f"- {self.text}: **missed**: {value} against {goal}, short by {by}{detail}"
+        times = f", {self.value / self.limit:.1f}× the goal" if self.limit else ""
+        return f"- {self.text}: **missed**: {value} against {goal}, over by {by}{times}{detail}"
 
 
 def done(text: str, ok: bool | None, detail: str) -> Goal:

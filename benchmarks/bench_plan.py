@@ -30,8 +30,15 @@ def cases(section: str, long_model: str, long_layers: list[int]) -> list[Case]:
     """The cases of one section (``peers`` has none: compare_peers.py runs it)."""
     if section == "heads":
         return [
-            Case("32 x 32 heads, default page", "llama", 512, forward_repeats=2, pages=[ALL_VIEWS]),
-            Case("32 x 32 heads, model view", "llama", 2048, forward_repeats=1, pages=[("model",)]),
+            Case("32 x 32 heads, default page", "llama", 512, forward_repeats=1, pages=[ALL_VIEWS]),
+            Case(
+                "32 x 32 heads, model view",
+                "llama",
+                2048,
+                forward_repeats=1,
+                pages=[("model",)],
+                timeout_s=1200,
+            ),
         ]
     if section == "switch":
         return [
@@ -53,7 +60,7 @@ def cases(section: str, long_model: str, long_layers: list[int]) -> list[Case]:
                 "gpt2",
                 8192,
                 forward_repeats=1,
-                widget=3,
+                widget=2,
                 pages=[ALL_VIEWS],
                 float32_layers=[0],
                 timeout_s=1500,

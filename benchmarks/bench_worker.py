@@ -217,7 +217,7 @@ def main() -> None:
             positions = [int(x) for x in args.float32_layers.split(",")]
             old, result["float32"] = float32_trace(trace, positions)
         except ValueError as error:  # the memory refusal names the size and the fix
-            result["float32"] = {"status": f"refused: {str(error)[:200]}"}
+            result["float32"] = {"status": f"refused: {str(error).split(' (attnscope')[0]}"}
         else:
             del trace
             gc.collect()
