@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_browser import Chromium, Timing, median_ms
 from bench_goals import Goals
 from bench_inputs import MINILM_MAX_TOKENS, Run, forward
-from bench_long import CaseResult, LongTable, case_rows, measure_case
+from bench_long import CaseResult, LongTable, case_rows, human_bytes, measure_case
 from bench_plan import SECTIONS, cases, long_goals, peer_goals
 from bench_views import (
     ATTNSCOPE,
@@ -82,14 +82,6 @@ PEER_BYTES_PER_VALUE = {
     "bertviz model_view": 46.0,
     "circuitsvis attention_heads": 23.0,
 }
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    raise AssertionError("unreachable")
 
 
 def human_ms(values: list[float], status: str | None) -> str:
