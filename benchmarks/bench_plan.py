@@ -202,7 +202,8 @@ def long_goals(goals: Goals, results: list[CaseResult]) -> None:
     page = by_name.get("32 x 32 heads, default page")
     if page is not None and page.worker.get("pages"):
         left_out = page.worker["pages"][0]["left_out"]
-        complete = not any(kind in left_out for kind in ("top", "thumbs"))
+        missing = page.worker["pages"][0].get("views_missing", [])
+        complete = not {"head", "model", "unknown"} & set(missing)
         goals.add(
             done(
                 "32 x 32 heads, 512 tokens: the default page holds every layer of the head "

@@ -36,7 +36,31 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_inputs import Run, encode, minilm, model_of, text_of, timed_forward
 from bench_views import attnscope_capture
 
+# The page's note on what its budget left out (two wordings: by chunk kind, or by view).
 LEFT_OUT = re.compile(r"(\d+) of (\d+) chunks \(([^)]*)\) were left out")
+LEFT_OUT_BY_VIEW = re.compile(r"(\d+) of (\d+) chunks were left out to keep [^:]*: ([^.]*)\.")
+FEWER_KEYS = re.compile(r"the head view keeps each query's (\d+) strongest keys")
+KIND_VIEW = {"top": "head", "pseudo": "head pseudo-heads", "thumbs": "model"}
+KIND_VIEW |= {"stats": "model statistics"}
+KIND_VIEW |= {"qk": "neuron", "attn": "neuron"}
+
+
+def left_out(html: str) -> tuple[str, list[str]]:
+    """What the page's budget left out, in words, and the views it leaves incomplete."""
+    found = LEFT_OUT.search(html)
+    if found:
+        kinds = found[3].split(", ")
+        views = sorted({KIND_VIEW.get(k, k) for k in kinds})
+        return f"{found[1]} of {found[2]} chunks ({found[3]})", views
+    found = LEFT_OUT_BY_VIEW.search(html)
+    if found:
+        parts = re.findall(r"(head|model|neuron) view: (\S+)", found[3])
+        named = {"pseudo-heads": " pseudo-heads", "statistics": " statistics"}
+        views = sorted({view + named.get(what, "") for view, what in parts})
+        return f"{found[1]} of {found[2]} chunks: {found[3]}", views
+    if "were left out" in html:
+        return "some chunks (see the page's note)", ["unknown"]
+    return "nothing", []
 
 
 STARTED = time.perf_counter()
@@ -122,15 +146,18 @@ def save_pages(trace: Any, pages: list[str]) -> list[dict[str, Any]]:
             seconds = time.perf_counter() - start
         log(f"page {views} saved in {seconds:.1f} s")
         html = Path(path).read_text(encoding="utf-8")
-        found = LEFT_OUT.search(html)
-        left_out = f"{found[1]} of {found[2]} chunks ({found[3]})" if found else "nothing"
+        missing, views_missing = left_out(html)
+        fewer = FEWER_KEYS.search(html)
+        if fewer:
+            missing += f"; head view keeps {fewer[1]} keys per query"
         done.append(
             {
                 "views": views,
                 "path": path,
                 "save_s": seconds,
                 "bytes": len(html.encode()),
-                "left_out": left_out,
+                "left_out": missing,
+                "views_missing": views_missing,
                 "peak_delta_bytes": peak.delta,
             }
         )
