@@ -327,8 +327,8 @@ def main(argv: list[str] | None = None) -> None:
         return (
             f"{what}Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
             f"{machine()}; headless chromium, limit {args.limit:g} s per browser step; sections "
-            f"{','.join(args.only)}; {time.perf_counter() - started:.0f} s so far"
-            f"{'' if partial else ' (the whole run)'}; {load_before} at the start, "
+            f"{','.join(args.only)}; {'so far' if partial else 'the run took'} "
+            f"{time.perf_counter() - started:.0f} s; {load_before} at the start, "
             f"{load()} {'now' if partial else 'at the end'}."
         )
 
