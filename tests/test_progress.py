@@ -48,6 +48,7 @@ def test_a_long_capture_ticks_each_layer_and_leaves_the_model_as_found(monkeypat
     out = io.StringIO()
     monkeypatch.setattr(_progress, "FILE", out)
     monkeypatch.setattr(_progress, "DELAY", 0.0)  # every capture counts as long
+    monkeypatch.setattr(_progress, "MININTERVAL", 0.0)  # and every step is drawn
     attnscope.capture(model, "The cat sat on the mat.", tokenizer=tokenizer)
     text = out.getvalue()
     assert "attnscope capture" in text
@@ -67,6 +68,7 @@ def test_in_a_kernel_the_bar_is_a_widget_and_nothing_of_it_stays(tmp_path: Path)
             "import numpy as np, attnscope\n"
             "from attnscope import _progress\n"
             "_progress.DELAY = 0.0  # every write counts as long\n"
+            "_progress.MININTERVAL = 0.0  # and every step is drawn\n"
             "q = np.random.default_rng(0).normal(size=(3, 2, 10, 4)).astype(np.float32)\n"
             "trace = attnscope.AttentionTrace([str(i) for i in range(10)], None, queries=q, keys=q)"
         ),
