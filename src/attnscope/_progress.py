@@ -12,9 +12,6 @@ from typing import IO, Any
 DELAY = 2.0
 """Seconds of work before a bar appears."""
 
-MININTERVAL = 0.1
-"""Least seconds between two redraws of a bar (tqdm's default; tests set 0 to see every step)."""
-
 FILE: IO[str] | None = None
 """Where bars are written (None: tqdm's default, stderr or the notebook widget)."""
 
@@ -40,7 +37,6 @@ def progress(total: int, description: str, unit: str = "it") -> Any:
         "desc": description,
         "unit": unit,
         "delay": DELAY,
-        "mininterval": MININTERVAL,
         "leave": False,
         "file": FILE,
         "dynamic_ncols": True,
