@@ -67,7 +67,6 @@ def test_in_a_kernel_the_bar_is_a_widget_and_nothing_of_it_stays(tmp_path: Path)
             "import numpy as np, attnscope\n"
             "from attnscope import _progress\n"
             "_progress.DELAY = 0.0  # every write counts as long\n"
-
             "q = np.random.default_rng(0).normal(size=(3, 2, 10, 4)).astype(np.float32)\n"
             "trace = attnscope.AttentionTrace([str(i) for i in range(10)], None, queries=q, keys=q)"
         ),
