@@ -46,15 +46,29 @@ export function markDrawn(view: HTMLElement, ready: boolean): void {
   view.dataset.ready = ready ? "true" : "false";
 }
 
-/** Coalesce many redraw requests into one draw per microtask. */
-export function scheduler(draw: () => void): { request: () => void; cancel: () => void } {
+/**
+ * Coalesce many redraw requests into one draw per microtask. A draw that returns
+ * `false` could not draw (its element had no width at that instant, as while a
+ * host swaps its theme's stylesheets): it is tried once more on the next frame,
+ * since a resize observer never hears of a width that is back by then.
+ */
+export function scheduler(draw: () => boolean | void): { request: () => void; cancel: () => void } {
   let queued = false;
   let live = true;
+  let retrying = false;
+  const run = (): void => {
+    queued = false;
+    if (!live) return;
+    if (draw() !== false) { retrying = false; return; }
+    if (retrying || typeof requestAnimationFrame !== "function") return; // still hidden: watchResize draws later
+    retrying = true;
+    requestAnimationFrame(() => { if (live && !queued) { queued = true; run(); } });
+  };
   return {
     request() {
       if (queued || !live) return;
       queued = true;
-      queueMicrotask(() => { queued = false; if (live) draw(); });
+      queueMicrotask(run);
     },
     cancel() { live = false; },
   };

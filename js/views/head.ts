@@ -163,11 +163,11 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     return `Summed attention of ${group.length} queries (shift-click toggles one): ${names}`;
   }
 
-  function draw(): void {
+  /** Draw now; `false` when the viewport has no width (hidden, or out of the page) and nothing was drawn. */
+  function draw(): boolean {
     const t0 = performance.now();
     const width = widthOf(viewport);
-    // No width (hidden, or out of the page): draw nothing now; watchResize draws once it has one.
-    if (!width) return;
+    if (!width) return false; // the scheduler tries again next frame, watchResize once it has a width
     const g = layout(width);
     const s = st();
     viewport.style.height = `${g.height}px`;
@@ -205,6 +205,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     view.dataset.offscreen = `${edges.above},${edges.below}`;
     view.dataset.drawMs = (performance.now() - t0).toFixed(1);
     markDrawn(view, !!chunk && !chunk.error);
+    return true;
   }
   const sched = scheduler(draw);
 

@@ -111,12 +111,13 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     if (values && sc.order && sc.orderWithinLayers) paintBadges(p, sc.geo, { values, order: sc.order, layers: sc.layerNumbers.length, heads: sc.heads }, sc.theme);
   };
 
-  function draw(): void {
+  /** Draw now; `false` when the view has no width (hidden) and nothing was drawn. */
+  function draw(): boolean {
     const sm = stream();
     only.hidden = !generationOf(meta, store.get().stream);
     onlyBox.checked = store.get().generated_only;
     const width = widthOf(view);
-    if (!width) return; // hidden: watchResize draws once the view has a width
+    if (!width) return false; // the scheduler tries again next frame, watchResize once it has a width
     geo = gridGeometry(sm.layers.length, sm.num_heads, width);
     const dpr = window.devicePixelRatio || 1;
     const c = sizeCanvas(canvas, geo.width, geo.height, dpr);
@@ -128,6 +129,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     view.dataset.rankedBy = ranked() ? (store.get().rank_by ?? "") : "";
     if (rankBy) rankBy.value = store.get().rank_by ?? "";
     markDrawn(view, !!thumbs && !thumbs.error);
+    return true;
   }
   const sched = scheduler(draw);
 
