@@ -85,7 +85,8 @@ def test_in_a_kernel_the_bar_is_a_widget_and_nothing_of_it_stays(tmp_path: Path)
     _, cell = execute(notebook, tmp_path)
     # The bar was shown as a widget while it ran ...
     assert "application/vnd.jupyter.widget-view+json" in cell.outputs[-1]["text"]
-    # ... and its output is empty afterwards: nothing but the printed line stays.
-    assert [o.get("data") for o in cell.outputs if o.output_type == "display_data"] == [
-        {"text/plain": ""}
-    ]
+    # ... and its output is empty afterwards: nothing but the printed line stays. (The page
+    # write's bar shows too when the machine is slow enough for tqdm to draw it: emptied too.)
+    shown = [o.get("data") for o in cell.outputs if o.output_type == "display_data"]
+    assert shown
+    assert all(data == {"text/plain": ""} for data in shown), shown
