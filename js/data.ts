@@ -42,7 +42,7 @@ export function typedArray(dtype: DType, bytes: Uint8Array, count?: number): Typ
 
 /** An array's spec; `encoding: "f16-shuffled"` (exported pages only): the page holds its values
  * as float16, all high bytes then all low bytes, decoded here to the f32 `dtype` it names. */
-export interface ArraySpec { name: string; dtype: DType; shape: number[]; encoding?: string }
+export interface ArraySpec { name: string; dtype: DType; shape: number[]; encoding?: string; rounding?: number }
 
 /** Relative rounding of a value stored as float16 (half an ulp: 2^-11). */
 export const F16_ROUNDING = 2 ** -11;
@@ -72,7 +72,9 @@ export function unshuffleHalf(bytes: Uint8Array, count: number): Float32Array {
 
 export function makeArray(spec: ArraySpec, bytes: Uint8Array): NDArray {
   const count = spec.shape.reduce((a, b) => a * b, 1);
-  return { dtype: spec.dtype, shape: spec.shape.slice(), data: typedArray(spec.dtype, bytes, count) };
+  const out: NDArray = { dtype: spec.dtype, shape: spec.shape.slice(), data: typedArray(spec.dtype, bytes, count) };
+  if (spec.rounding) out.rounding = spec.rounding; // the page host passes on what float16 cost
+  return out;
 }
 
 interface WireArray extends ArraySpec { buffer: number }

@@ -2,8 +2,9 @@
 // binding uses, over the saved state, answering chunk requests from the embedded,
 // compressed chunks.
 import { inflateBase64, splitConcatenated, type ArraySpec } from "./data";
+import { attnFromQk, topFromQk } from "./derive";
 import type { ModelHost, WidgetTraits } from "./traits";
-import type { Chunk } from "./types";
+import type { Chunk, Meta } from "./types";
 
 export interface EmbeddedChunk { arrays?: ArraySpec[]; data?: string; error?: string }
 
@@ -31,7 +32,7 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
     const hit = decoded.get(key);
     if (hit) return hit;
     const e = chunks[key];
-    if (!e) return { key, arrays: {}, error: "not included in this exported page (left out to bound its size)" };
+    if (!e) return derive(key) ?? { key, arrays: {}, error: "not included in this exported page (left out to bound its size)" };
     if (e.error) return { key, arrays: {}, error: e.error };
     try {
       const bytes = e.data ? await inflateBase64(e.data) : new Uint8Array(0);
@@ -41,6 +42,31 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
     } catch (err) {
       return { key, arrays: {}, error: `could not decode: ${(err as Error).message}` };
     }
+  }
+
+  /**
+   * A `top:` or `attn:` chunk the page left out because it holds the `qk:` chunks
+   * it is computed from (protocol.md, "Pages that derive"), or null.
+   */
+  function derive(key: string): Promise<Chunk> | null {
+    const meta = values.get("_meta") as Meta | undefined;
+    const [kind, stream = "", layer = "", head] = key.split(":");
+    const sm = meta?.streams[stream];
+    if (!sm || (kind !== "top" && kind !== "attn")) return null;
+    const heads = kind === "attn" ? [Number(head)] : Array.from({ length: sm.num_heads }, (_, h) => h);
+    const sources = heads.map((h) => `qk:${stream}:${layer}:${h}`);
+    if (!sources.every((k) => chunks[k] && !chunks[k].error)) return null;
+    return Promise.all(sources.map(decode)).then((qks) => {
+      const bad = qks.find((c) => c.error);
+      if (bad) return { key, arrays: {}, error: `${bad.key}: ${bad.error ?? ""}` };
+      try {
+        const c = kind === "attn" ? attnFromQk(key, qks[0] as Chunk) : topFromQk(key, qks, sm.top_k);
+        decoded.set(key, c);
+        return c;
+      } catch (err) {
+        return { key, arrays: {}, error: `could not compute from q and k: ${(err as Error).message}` };
+      }
+    });
   }
 
   return {
@@ -73,7 +99,7 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
           key: c.key,
           arrays: Object.entries(c.arrays).map(([name, a]) => {
             buffers.push(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength));
-            return { name, dtype: a.dtype, shape: a.shape, buffer: buffers.length - 1 };
+            return { name, dtype: a.dtype, shape: a.shape, buffer: buffers.length - 1, ...(a.rounding ? { rounding: a.rounding } : {}) };
           }),
         });
         emit("msg:custom", { type: "chunks", chunks: wire }, buffers);

@@ -13,7 +13,7 @@ import pytest
 
 from attnscope import AttentionTrace, AttentionWidget, save_html
 from attnscope._static import STATIC, MissingBundleError, static_file
-from attnscope.display.page import page_html
+from attnscope.display.page import DEFAULT_MAX_BYTES, derived_streams, page_html
 from attnscope.encode.chunks import all_keys, encode_chunk, parse_key
 from attnscope.encode.messages import little_endian_bytes
 from attnscope.encode.pack import unpack_bytes
@@ -88,11 +88,26 @@ def test_page_is_written_and_self_contained(tmp_path: Path, qk_trace: AttentionT
     assert state["_meta"]["sides"]["source"]["labels"][1] == "a"
 
 
+def page_keys(trace: AttentionTrace, **kwargs: Any) -> list[str]:
+    """The keys a page holds when everything fits: top:/attn: left out where q/k derive them."""
+    views = kwargs.get("views", ("head", "model", "neuron"))
+    derived = derived_streams(trace, views, DEFAULT_MAX_BYTES)
+    return all_keys(trace, **kwargs, derived=derived)
+
+
 def test_every_chunk_decodes_to_what_encode_produced(qk_trace: AttentionTrace) -> None:
     chunks = embedded(page_html(qk_trace, qk_dtype="float32"), "attnscope-chunks")
-    assert sorted(chunks) == sorted(all_keys(qk_trace))
+    assert sorted(chunks) == sorted(page_keys(qk_trace))
+    assert not any(k.startswith(("top:", "attn:")) for k in chunks)  # the page computes them
+    attention = qk_trace.stream.attention
     for key, chunk in chunks.items():
-        expected = encode_chunk(qk_trace, parse_key(key, qk_trace))
+        parsed = parse_key(key, qk_trace)
+        expected = encode_chunk(qk_trace, parsed)
+        if parsed.kind == "qk":  # each row's largest weight, for the page's check
+            assert parsed.layer is not None
+            assert parsed.head is not None
+            rowmax = attention[parsed.layer, parsed.head].max(-1)
+            expected = [*expected, ("rowmax", rowmax)]
         assert [a["name"] for a in chunk["arrays"]] == [name for name, _ in expected]
         decoded = split_arrays(chunk)
         for name, array in expected:
@@ -158,7 +173,7 @@ def test_script_end_tags_in_tokens_are_escaped() -> None:
 
 def test_budget_keeps_thumbnails_and_the_current_layer_first(qk_trace: AttentionTrace) -> None:
     w = AttentionWidget(qk_trace, layer=1)
-    full = embedded(page_html(w), "attnscope-chunks")
+    full = embedded(page_html(w, views=("head", "model")), "attnscope-chunks")
     keys = all_keys(qk_trace, layer=1)
     # Thumbnails and statistics, then every layer's top keys (current layer first) so the
     # head view can switch layers, its pseudo-heads, then the current layer's neuron data.
@@ -185,10 +200,10 @@ def chunk_kinds(page: str) -> dict[str, set[str]]:
     [
         (("head",), {"top", "pseudo"}),
         (("model",), {"thumbs", "stats", "attn"}),
-        (("neuron",), {"qk", "attn"}),
+        (("neuron",), {"qk"}),
         (("head", "model"), {"top", "pseudo", "thumbs", "stats", "attn"}),
-        (("neuron", "head"), {"qk", "attn", "top", "pseudo"}),
-        (("head", "model", "neuron"), {"top", "pseudo", "thumbs", "stats", "attn", "qk"}),
+        (("neuron", "head"), {"qk", "pseudo"}),
+        (("head", "model", "neuron"), {"pseudo", "thumbs", "stats", "qk"}),
     ],
 )
 def test_page_holds_only_the_chunks_its_views_need(
@@ -198,7 +213,7 @@ def test_page_holds_only_the_chunks_its_views_need(
     found = chunk_kinds(page)
     assert set(found) == kinds
     assert sorted(k for keys in found.values() for k in keys) == sorted(
-        all_keys(qk_trace, layer=1, views=views)
+        page_keys(qk_trace, layer=1, views=views)
     )
     for kind in kinds - {"thumbs", "stats"}:  # every layer, every head
         per_layer = 1 if kind in ("top", "pseudo") else qk_trace.stream.num_heads
@@ -232,7 +247,7 @@ def test_page_views_default_to_the_widgets(qk_trace: AttentionTrace) -> None:
     assert w.view == "model"
     page = page_html(w)
     assert embedded(page, "attnscope-state")["_meta"]["views"] == ["model", "neuron"]
-    assert set(chunk_kinds(page)) == {"thumbs", "stats", "attn", "qk"}
+    assert set(chunk_kinds(page)) == {"thumbs", "stats", "qk"}  # attn: computed from qk:
     # A page without the widget's current view opens on its first view.
     state = embedded(page_html(w, views=("head",)), "attnscope-state")
     assert (state["view"], state["_meta"]["views"]) == ("head", ["head"])
@@ -281,16 +296,19 @@ def test_minilm_pair_page(tmp_path: Path, minilm: tuple[Any, Any]) -> None:
     path = save_html(trace, tmp_path / "minilm.html")
     page = path.read_text(encoding="utf-8")
     chunks = embedded(page, "attnscope-chunks")
-    assert sorted(chunks) == sorted(all_keys(trace))
+    assert sorted(chunks) == sorted(page_keys(trace))
     assert external_urls(page) == set()
-    # bertviz's head view page for the same model and length is 13.2 MB.
-    assert path.stat().st_size < 13_200_000 / 2
+    # bertviz's head view page for the same model and length is 13.2 MB. Every view's data,
+    # the q and k of each head included, takes a tenth of it: the page computes the lines.
+    assert path.stat().st_size < 13_200_000 / 10
     # Like for like, a head-view page: over 20x smaller.
     head_only = save_html(trace, tmp_path / "head.html", views=("head",))
     assert head_only.stat().st_size < 13_200_000 / 20
-    # Full resolution costs less than one byte per attention value, base64 included.
-    full = sum(len(c["data"]) for k, c in chunks.items() if k.startswith("attn:"))
-    assert full < trace.attention.size
+    # A model-view page's full resolution (its hover preview) costs less than one byte per
+    # attention value, base64 included.
+    model_only = embedded(page_html(trace, views=("model",)), "attnscope-chunks")
+    full = sum(len(c["data"]) for k, c in model_only.items() if k.startswith("attn:"))
+    assert 0 < full < trace.attention.size
 
 
 def test_demo_writes_the_minilm_page(tmp_path: Path) -> None:

@@ -158,7 +158,9 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     ];
     info.replaceChildren(...joinParts(parts, " · "));
     // The detail, for who wants it: the recorded weights travel at one byte each.
-    info.title = Number.isNaN(r.recomputeError) ? "" : `largest |softmax(score) − recorded weight| = ${fmt(r.recomputeError)}; the recorded weights are sent at 8 bits, so up to ${fmt(r.recordedTolerance)} is rounding`;
+    info.title = Number.isNaN(r.recomputeError) ? ""
+      : r.checkedBy === "rowmax" ? `this row's largest weight differs from the model's by ${fmt(r.recomputeError)}; q and k are saved as float16, so up to ${fmt(r.recordedTolerance)} is rounding`
+        : `largest |softmax(score) − recorded weight| = ${fmt(r.recomputeError)}; the recorded weights are sent at 8 bits, so up to ${fmt(r.recordedTolerance)} is rounding`;
     info.dataset.recomputeError = String(r.recomputeError);
     qlabel.textContent = `q · ${sideQ.labels[queryIdx()] ?? ""}`;
     const sw = `${r.D * cellW(r.D)}px`;
@@ -225,7 +227,9 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
       const next = [s.head + 1, s.head - 1].filter((x) => x >= 0 && x < H).map((x) => qkKey(s.stream, s.layer, x));
       if (next.length) void data.request(next);
     }).catch(() => undefined);
-    data.request([recordedKey]).then(() => { if (key === chunkKey) sched.request(); }).catch(() => undefined);
+    // A page's q/k that carry the row maxima are checked against those, not against `attn:`.
+    void data.request([key]).then((m) => m.get(key)?.arrays.rowmax ? null : data.request([recordedKey]))
+      .then((m) => { if (m && key === chunkKey) sched.request(); }).catch(() => undefined);
     sched.request();
   }
 

@@ -21,6 +21,7 @@ from attnscope.analysis.compare import AttentionComparison
 from attnscope.encode.arrays import NamedArray
 from attnscope.encode.chunks import ChunkKey, all_keys, encode_chunk, parse_key
 from attnscope.encode.comparison import ComparisonChunks
+from attnscope.encode.from_logits import layer_top_keys
 from attnscope.encode.meta import build_meta, stream_top_k
 from attnscope.encode.pack import HALF_ARRAYS, pack_chunk
 from attnscope.encode.selection import VIEWS, ViewName, check_views, default_selection
@@ -69,21 +70,108 @@ def embed_chunks(
     comparison's sides, interleaved
     (:meth:`~attnscope.encode.comparison.ComparisonChunks.all_keys`).
     ``qk_dtype`` is how the neuron view's q and k travel (:func:`save_html`).
+    Streams that :func:`derived_streams` picks hold ``qk:`` chunks (with each
+    row's largest weight, to check against) in place of ``top:`` and ``attn:``.
     """
     half = HALF_ARRAYS if _check_qk_dtype(qk_dtype) == "float16" else ()
     stream, layer = str(state["stream"]), int(state["layer"])
-    if keys is None and compared is None:
-        keys = all_keys(trace, stream=stream, layer=layer, views=views)
-    elif keys is None and compared is not None:
-        keys = compared.all_keys(stream=stream, layer=layer, views=views)
-    keys = list(keys or ())
+    if keys is not None or compared is not None:
+        if keys is None and compared is not None:
+            keys = compared.all_keys(stream=stream, layer=layer, views=views)
+        return _embed(
+            trace,
+            list(keys or ()),
+            max_bytes,
+            compared=compared,
+            encode=encode,
+            half=half,
+            derived=set(),
+        )[:2]
+    derived = derived_streams(trace, views, max_bytes, half=bool(half))
+    planned = all_keys(trace, stream=stream, layer=layer, views=views, derived=derived)
+    packed, notes, complete = _embed(
+        trace, planned, max_bytes, compared=None, encode=encode, half=half, derived=derived
+    )
+    if derived and not complete:  # the q/k outgrew the estimate: the usual page instead
+        standard = all_keys(trace, stream=stream, layer=layer, views=views)
+        return _embed(
+            trace, standard, max_bytes, compared=None, encode=encode, half=half, derived=set()
+        )[:2]
+    return packed, notes
+
+
+DERIVE_SCORES = 2**27
+"""Most q·k multiply-adds the browser may spend computing one layer's ``top:`` chunk
+from ``qk:`` chunks (12 heads at 512 tokens and head size 32: 1e8, about 0.1 s)."""
+DERIVE_SHARE = 0.5
+"""Share of a page's budget the ``qk:`` chunks of streams that derive may take."""
+
+
+def derived_streams(
+    trace: AttentionTrace, views: Sequence[ViewName], max_bytes: float, *, half: bool = True
+) -> set[str]:
+    """Streams whose page computes ``top:`` and ``attn:`` from ``qk:`` (protocol.md).
+
+    A page with the neuron view holds every head's q and k anyway; at one
+    byte per weight the ``top:`` and ``attn:`` chunks repeat what they say.
+    A stream derives when it keeps q and k, one layer's top keys cost the
+    browser at most :data:`DERIVE_SCORES` multiply-adds, and its q/k
+    (estimated before encoding) fit in :data:`DERIVE_SHARE` of the budget.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> q = np.ones((2, 4, 8, 16), np.float32)
+    >>> sorted(derived_streams(AttentionTrace(["a"] * 8, None, queries=q, keys=q), VIEWS, 5e7))
+    ['self']
+    >>> derived_streams(AttentionTrace(["a"] * 8, None, queries=q, keys=q), ("head",), 5e7)
+    set()
+    """
+    if "neuron" not in check_views(views):
+        return set()
+    chosen: set[str] = set()
+    budget = DERIVE_SHARE * max_bytes
+    for name, s in trace.streams.items():
+        if not s.has_qk or s.head_dim is None:
+            continue
+        if s.num_heads * s.q_len * s.k_len * s.head_dim > DERIVE_SCORES:
+            continue
+        per_head = (2 if half else 4) * (s.q_len + s.k_len) * s.head_dim + 4 * s.q_len
+        if s.bias is not None:
+            per_head += 4 * s.q_len * s.k_len
+        estimate = per_head * s.num_heads * s.num_layers * 4 / 3  # base64
+        if estimate <= budget:
+            chosen.add(name)
+            budget -= estimate
+    return chosen
+
+
+def _embed(
+    trace: AttentionTrace,
+    keys: list[str],
+    max_bytes: int,
+    *,
+    compared: ComparisonChunks | None,
+    encode: Encoder,
+    half: Any,
+    derived: set[str],
+) -> tuple[dict[str, Any], list[str], bool]:
+    """Pack ``keys`` in order until ``max_bytes``; also says whether every key fit."""
     slots = None if compared else _head_slots(trace, keys, encode, max_bytes, half)
     packed: dict[str, Any] = {}
     left_out: list[str] = []
     used = 0
+    rowmax: dict[tuple[str, int], Any] = {}
     with progress(len(keys), "attnscope page", unit="chunk") as bar:
         for i, key in enumerate(keys):
-            arrays = compared.encode(key) if compared else encode(trace, parse_key(key, trace))
+            if compared:
+                arrays = compared.encode(key)
+            else:
+                parsed = parse_key(key, trace)
+                arrays = encode(trace, parsed)
+                if parsed.kind == "qk" and parsed.stream in derived:
+                    arrays = [*arrays, ("rowmax", _row_maxima(trace, parsed, rowmax))]
             if slots is not None and key.startswith(("top:", "pseudo:")):
                 arrays = _fewer_slots(arrays, slots)
             chunk = pack_chunk(arrays, half=half)
@@ -103,7 +191,18 @@ def embed_chunks(
         )
     if left_out:
         notes.append(_left_out_note(trace, keys, left_out, max_bytes))
-    return packed, notes
+    return packed, notes, not left_out
+
+
+def _row_maxima(trace: AttentionTrace, key: ChunkKey, cache: dict[tuple[str, int], Any]) -> Any:
+    """The largest weight of each query row of ``key``'s head, f32 ``(Q,)``: the page's check."""
+    assert key.layer is not None  # a qk: key names its layer
+    assert key.head is not None  # and its head
+    at = (key.stream, key.layer)
+    if at not in cache:
+        cache.clear()  # one layer at a time: the page walks layer by layer
+        cache[at] = layer_top_keys(trace.streams[key.stream], key.layer, 1)[2]
+    return cache[at][key.head]
 
 
 HEAD_SHARE = 0.5

@@ -12,7 +12,7 @@ browser request into custom messages of at most about 64 MiB each.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -226,6 +226,7 @@ def all_keys(
     stream: str | None = None,
     layer: int = 0,
     views: Sequence[ViewName] = VIEWS,
+    derived: Collection[str] = (),
 ) -> list[str]:
     """The chunk keys that ``views`` need from ``trace``, most needed first.
 
@@ -240,6 +241,11 @@ def all_keys(
     a budget cuts. Full-resolution weights the model view only previews on
     hover come last.
 
+    ``derived`` names streams whose ``top:`` and ``attn:`` chunks the page
+    leaves out because the browser computes them from the ``qk:`` chunks
+    (docs/protocol.md, "Pages that derive"): their ``qk:`` chunks take the
+    ``top:`` chunks' place, every head of a layer together.
+
     Examples
     --------
     >>> import numpy as np
@@ -250,6 +256,10 @@ def all_keys(
      'attn:self:1:0', 'attn:self:0:0']
     >>> all_keys(trace, layer=1, views=("head",))
     ['top:self:1', 'top:self:0', 'pseudo:self:1', 'pseudo:self:0']
+    >>> q = np.ones((2, 1, 1, 4), np.float32)
+    >>> with_qk = AttentionTrace(["a"], None, queries=q, keys=q)
+    >>> all_keys(with_qk, views=("head", "neuron"), derived={"self"})
+    ['qk:self:0:0', 'qk:self:1:0', 'pseudo:self:0', 'pseudo:self:1']
     """
     views = check_views(views)
     first = stream if stream is not None else next(iter(trace.streams))
@@ -267,14 +277,21 @@ def all_keys(
         start = min(layer, s.num_layers - 1) if name == first else 0
         order = sorted(range(s.num_layers), key=lambda p: (abs(p - start), p))
         layer_order += [(name, position) for position in order]
+
+    def qk_keys(name: str, position: int) -> list[str]:
+        return [f"qk:{name}:{position}:{h}" for h in range(trace.streams[name].num_heads)]
+
     if "head" in views:
-        keys += [f"top:{name}:{position}" for name, position in layer_order]
+        for name, position in layer_order:
+            keys += qk_keys(name, position) if name in derived else [f"top:{name}:{position}"]
         keys += [f"pseudo:{name}:{position}" for name, position in layer_order if fits[name]]
     preview: list[str] = []
     for name, position in layer_order:
         s = trace.streams[name]
         full = [f"attn:{name}:{position}:{h}" for h in range(s.num_heads)]
-        if "neuron" in views and s.has_qk:
+        if name in derived:
+            keys += [] if "head" in views else qk_keys(name, position)
+        elif "neuron" in views and s.has_qk:
             keys += [k for h, a in enumerate(full) for k in (f"qk:{name}:{position}:{h}", a)]
         elif "model" in views:
             preview += full
