@@ -72,14 +72,27 @@ export function scoreOf(p: QkParts, query: number, j: number, qk: number): numbe
 
 /** One query row's weights into `out` (length K); `masked` and `score` are scratch of length K. */
 export function rowWeights(p: QkParts, query: number, out: Float64Array, score = new Float64Array(p.K), masked = new Uint8Array(p.K)): Float64Array {
-  const { q, k, D, K } = p;
-  const base = query * D;
+  const { q, k, D, K, scaling, bias, mask, softcap } = p;
+  const base = query * D, D4 = D - (D % 4);
+  // The hot loop of a derived page (every head, query and key of a layer): four sums
+  // in flight, and the bias, cap and mask only where the head has them.
   for (let j = 0; j < K; j++) {
-    let s = 0;
-    for (let d = 0; d < D; d++) s += (q[base + d] as number) * (k[j * D + d] as number);
-    score[j] = scoreOf(p, query, j, s);
-    masked[j] = p.mask ? (p.mask[query * K + j] as number) : 0;
+    const kb = j * D;
+    let s0 = 0, s1 = 0, s2 = 0, s3 = 0, d = 0;
+    for (; d < D4; d += 4) {
+      s0 += (q[base + d] as number) * (k[kb + d] as number);
+      s1 += (q[base + d + 1] as number) * (k[kb + d + 1] as number);
+      s2 += (q[base + d + 2] as number) * (k[kb + d + 2] as number);
+      s3 += (q[base + d + 3] as number) * (k[kb + d + 3] as number);
+    }
+    for (; d < D; d++) s0 += (q[base + d] as number) * (k[kb + d] as number);
+    score[j] = (s0 + s1 + s2 + s3) * scaling;
   }
+  const row = query * K;
+  if (bias) for (let j = 0; j < K; j++) score[j] = (score[j] as number) + (bias[row + j] as number);
+  if (softcap) for (let j = 0; j < K; j++) score[j] = softcap * Math.tanh((score[j] as number) / softcap);
+  if (mask) for (let j = 0; j < K; j++) masked[j] = mask[row + j] as number;
+  else masked.fill(0);
   return softmaxRow(score, masked, p.sink, out);
 }
 
