@@ -112,17 +112,31 @@ def _check_rows(
 def _vectors(
     records: Sequence[AttentionCall], rows: list[int] | None, cols: list[int] | None
 ) -> tuple[FloatArray, FloatArray]:
-    """Stacked q and k, zero-padded to the widest head_dim, key heads made alike."""
-    queries = [_pick_rows(c.query, rows).float() for c in records]
-    keys = [_pick_rows(c.key, cols).float() for c in records]
-    width = max(int(q.shape[-1]) for q in queries)
-    if len({int(k.shape[0]) for k in keys}) > 1:  # key heads differ: one per query head
-        heads = int(queries[0].shape[0])
-        keys = [k.repeat_interleave(heads // k.shape[0], dim=0) for k in keys]
-    pad = torch.nn.functional.pad
-    queries = [pad(q, (0, width - q.shape[-1])) for q in queries]
-    keys = [pad(k, (0, width - k.shape[-1])) for k in keys]
-    return _numpy(torch.stack(queries)), _numpy(torch.stack(keys))
+    """Stacked q and k, zero-padded to the widest head_dim, key heads made alike.
+
+    Each layer is copied straight into the result, so capture holds the
+    recorded vectors and one stacked copy, never a padded list besides.
+    """
+    width = max(int(_pick_rows(c.query, None).shape[-1]) for c in records)
+    heads = int(_pick_rows(records[0].query, None).shape[0])
+    key_heads = {int(_pick_rows(c.key, None).shape[0]) for c in records}
+    repeat = len(key_heads) > 1  # key heads differ: one per query head
+    return (
+        _into_one([_pick_rows(c.query, rows) for c in records], width, None),
+        _into_one([_pick_rows(c.key, cols) for c in records], width, heads if repeat else None),
+    )
+
+
+def _into_one(layers: list[torch.Tensor], width: int, heads: int | None) -> FloatArray:
+    """float32 ``(layers, heads, positions, width)`` of per-layer ``(heads, positions, d)``."""
+    first = layers[0]
+    count = heads if heads is not None else int(first.shape[0])
+    out = np.zeros((len(layers), count, int(first.shape[1]), width), np.float32)
+    target = torch.from_numpy(out)
+    for i, layer in enumerate(layers):
+        alike = layer if heads is None else layer.repeat_interleave(heads // layer.shape[0], dim=0)
+        target[i, :, :, : alike.shape[-1]].copy_(alike.detach())
+    return out
 
 
 def _spans(
