@@ -236,6 +236,19 @@ def long_goals(goals: Goals, results: list[CaseResult]) -> None:
                 detail=detail,
             )
         )
+        if ratio is not None and fwd_peak is not None:
+            # The trace is O(N) now, so the forward pass's own peak dominates the line above;
+            # what capture adds beyond it is the part capture can change.
+            added = (w["peak_delta_bytes"] - fwd_peak) / w["trace_bytes"]
+            goals.add(
+                Goal(
+                    f"{tokens} tokens: capture's peak beyond the forward's own ≤ 1.2× the trace",
+                    added,
+                    1.2,
+                    "×",
+                    detail=f"+{(w['peak_delta_bytes'] - fwd_peak) / 1e6:.0f} MB beyond the forward",
+                )
+            )
 
 
 def peer_goals(goals: Goals, results: dict[tuple[str, int], tuple[Any, Any]]) -> None:
