@@ -115,20 +115,54 @@ def split_mask(
     if mask.dtype == torch.bool:  # sdpa convention: True = attend
         return ~mask, None
     blocked = mask <= torch.finfo(mask.dtype).min / 2
-    rest = mask.masked_fill(blocked, 0.0)
-    return blocked, (rest if bool(rest.any()) else None)
+    # A float copy of the mask only when it folds a bias in: at 32768 tokens the
+    # mask alone is 4.3 GB, and the usual one holds nothing but 0 and the minimum.
+    if not bool(((mask != 0) & ~blocked).any()):
+        return blocked, None
+    return blocked, mask.masked_fill(blocked, 0.0)
 
 
-def _is_plain_causal(mask: torch.Tensor) -> bool:
-    """True for an additive mask that hides exactly the future keys (no padding, window)."""
-    if mask.dtype == torch.bool or mask.shape[0] != 1 or mask.shape[1] != 1:
+def additive(mask: Any, dtype: torch.dtype) -> Any:
+    """A boolean mask (True = attend) as the float one eager attention adds; anything else as is.
+
+    Examples
+    --------
+    >>> import torch
+    >>> additive(torch.tensor([True, False]), torch.float32).tolist()
+    [0.0, -3.4028234663852886e+38]
+    """
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        return mask
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(
+        ~mask, torch.finfo(dtype).min
+    )
+
+
+CAUSAL_CHECK_ROWS = 1024
+"""Query rows compared at a time when checking a mask is plainly causal (bounds its memory)."""
+
+
+def _is_plain_causal(blocked: torch.Tensor | None, folded: torch.Tensor | None) -> bool:
+    """True for a split mask that hides exactly the future keys (no padding, window, bias).
+
+    Examples
+    --------
+    >>> import torch
+    >>> future = torch.ones(3, 3, dtype=torch.bool).triu(1)[None, None]
+    >>> _is_plain_causal(future, None), _is_plain_causal(~future, None)
+    (True, False)
+    """
+    if blocked is None or folded is not None or blocked.shape[0] != 1 or blocked.shape[1] != 1:
         return False
-    q_len, k_len = mask.shape[-2:]
+    q_len, k_len = blocked.shape[-2:]
     if q_len != k_len:
         return False
-    blocked, folded = split_mask(mask, k_len)
-    future = torch.ones(q_len, k_len, dtype=torch.bool, device=mask.device).triu(1)
-    return folded is None and blocked is not None and torch.equal(blocked[0, 0], future)
+    keys = torch.arange(k_len, device=blocked.device)
+    for start in range(0, q_len, CAUSAL_CHECK_ROWS):
+        rows = torch.arange(start, min(start + CAUSAL_CHECK_ROWS, q_len), device=blocked.device)
+        if not torch.equal(blocked[0, 0, rows], keys[None, :] > rows[:, None]):
+            return False
+    return True
 
 
 REFERENCE_ROWS = 8
@@ -209,7 +243,12 @@ class Recorder:
             return None, False
         key = (mask.data_ptr(), tuple(mask.shape))
         if key not in self._causal:  # layers share one mask tensor: check it once
-            self._causal[key] = _is_plain_causal(mask)
+            if mask.shape[0] != 1:
+                self._causal[key] = False
+            else:
+                blocked, folded = self._split_mask(mask, int(mask.shape[-1]))
+                whole = None if blocked is None else blocked[None]
+                self._causal[key] = _is_plain_causal(whole, folded)
         return (None, True) if self._causal[key] else (mask, False)
 
     def _split_mask(
@@ -257,10 +296,12 @@ class Recorder:
             if self.fallback is not None and not special:
                 call = (module, query, key, value, attention_mask)
                 return self._run_fast(self.fallback, call, kwargs), None
-            plain, _ = eager(module, query, key, value, attention_mask, *args, **kwargs)
+            full = additive(attention_mask, query.dtype)
+            plain, _ = eager(module, query, key, value, full, *args, **kwargs)
             return plain, None
         if self.weights:
-            probed, weights = eager(module, query, key, value, attention_mask, *args, **kwargs)
+            full = additive(attention_mask, query.dtype)
+            probed, weights = eager(module, query, key, value, full, *args, **kwargs)
             if weights is None:
                 raise RuntimeError(
                     f"{type(module).__name__}'s eager attention returned no weights; "
@@ -277,7 +318,7 @@ class Recorder:
             query.index_select(2, picked),
             key,
             value,
-            _rows_of(attention_mask, picked, q_len),
+            additive(_rows_of(attention_mask, picked, q_len), query.dtype),
             *args,
             **sliced,
         )
@@ -299,7 +340,8 @@ class Recorder:
             else:
                 self.fast = None  # this model's fast path is not eager's: eager from now on
         if out is None:
-            out, _ = eager(module, query, key, value, attention_mask, *args, **kwargs)
+            full = additive(attention_mask, query.dtype)
+            out, _ = eager(module, query, key, value, full, *args, **kwargs)
         blocked, folded = self._split_mask(attention_mask, key.shape[-2])
         bias = kwargs.get("position_bias")
         if bias is not None:
