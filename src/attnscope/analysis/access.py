@@ -8,6 +8,7 @@ to hold more than a block of one head's weights at once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING
@@ -96,31 +97,80 @@ def require_consecutive_layers(stream: AttentionStream, what: str) -> None:
         )
 
 
-def layer_rows(
-    stream: AttentionStream, position: int, heads: Sequence[int] | None = None
-) -> Iterator[tuple[slice, int, Tensor]]:
-    """One layer's weights, ``(rows, head, weights)``: each head's block of query rows in turn.
+class Buffers:
+    """float32 work tensors, each reused from block to block and layer to layer.
 
-    ``weights`` is the float32 ``(len(rows), k_len)`` tensor of
-    :meth:`~attnscope.trace.AttentionStream.attention_rows`; blocks hold at
-    most :data:`attnscope.trace.rows.BLOCK_VALUES` weights, so a long input is
-    never held whole. Every head of a block of rows comes before the next
-    block, so what depends only on the rows is made once for all heads.
-    ``heads`` picks some heads (None: every one).
+    Filling a fresh tensor of a few megabytes costs more than the arithmetic
+    on it (the memory is first touched there), so the passes over a layer
+    write their intermediate results into these instead.
+
+    Examples
+    --------
+    >>> buffers = Buffers()
+    >>> a = buffers.get("scores", (2, 3))
+    >>> buffers.get("scores", (3, 2)).data_ptr() == a.data_ptr(), tuple(a.shape)
+    (True, (2, 3))
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[str, Tensor] = {}
+
+    def get(self, name: str, shape: tuple[int, ...]) -> Tensor:
+        """The buffer ``name`` viewed as ``shape`` (its contents are whatever was last written)."""
+        import torch
+
+        size = math.prod(shape)
+        held = self._held.get(name)
+        if held is None or held.numel() < size:
+            held = self._held[name] = torch.empty(size)
+        return held[:size].view(shape)
+
+
+def layer_rows(
+    stream: AttentionStream,
+    position: int,
+    heads: Sequence[int] | None = None,
+    buffers: Buffers | None = None,
+) -> Iterator[tuple[slice, list[int], Tensor]]:
+    """One layer's weights in blocks, ``(rows, heads, weights)``, covering every (head, query) once.
+
+    ``weights`` is float32 ``(len(heads), len(rows), k_len)``, each head's rows
+    from :meth:`~attnscope.trace.AttentionStream.attention_rows`. A block holds
+    at most :data:`attnscope.trace.rows.BLOCK_VALUES` weights: the whole layer
+    when it is that small (one block: a few large tensor operations instead of
+    many small ones), otherwise one head's block of query rows, so a long
+    input is never held whole. Every head of a block of rows comes before the
+    next block, so what depends only on the rows is made once for all heads.
+    ``heads`` picks some heads (None: every one). A block of several heads is
+    gathered into ``buffers`` when given, and is then overwritten by the next
+    block: reduce it before asking for the next.
 
     Examples
     --------
     >>> import numpy as np
     >>> s = AttentionStream(np.full((1, 2, 3, 3), 1 / 3, np.float32))
-    >>> [(rows, head, tuple(w.shape)) for rows, head, w in layer_rows(s, 0)]
-    [(slice(0, 3, None), 0, (3, 3)), (slice(0, 3, None), 1, (3, 3))]
+    >>> [(rows, heads, tuple(w.shape)) for rows, heads, w in layer_rows(s, 0)]
+    [(slice(0, 3, None), [0, 1], (2, 3, 3))]
     """
-    from attnscope.trace.rows import row_blocks
+    import torch
 
-    picked = range(stream.num_heads) if heads is None else heads
-    for rows in row_blocks(stream.q_len, stream.k_len):
-        for head in picked:
-            yield rows, head, stream.attention_rows(position, head, rows)
+    from attnscope.trace import rows as rows_module
+
+    picked = list(range(stream.num_heads) if heads is None else heads)
+    q_len, k_len = stream.q_len, stream.k_len
+    if len(picked) * q_len * k_len <= rows_module.BLOCK_VALUES:
+        groups, blocks = [picked], [slice(0, q_len)]
+    else:
+        groups, blocks = [[h] for h in picked], list(rows_module.row_blocks(q_len, k_len))
+    for rows in blocks:
+        for group in groups:
+            weights = [stream.attention_rows(position, head, rows) for head in group]
+            if len(group) == 1:
+                yield rows, group, weights[0][None]
+                continue
+            shape = (len(group), *weights[0].shape)
+            out = None if buffers is None else buffers.get("weights", shape)
+            yield rows, group, torch.stack(weights, out=out)
 
 
 def hidden_rows(

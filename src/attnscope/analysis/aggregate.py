@@ -43,8 +43,8 @@ class HeadMean:
         self.num_heads = num_heads
 
     def add(self, rows: slice, weights: Tensor) -> None:
-        """Add one head's weights of query ``rows`` (each head's, of every row, once)."""
-        self.total[rows] += weights
+        """Add ``(heads, len(rows), k_len)`` weights of query ``rows`` (each head's rows once)."""
+        self.total[rows] += weights.sum(dim=0)
 
     def result(self) -> Tensor:
         """The mean over the ``num_heads`` heads added."""
@@ -152,7 +152,7 @@ def heads_max(
     most = torch.full((chosen.q_len, chosen.k_len), -torch.inf)
     for rows, _, weights in layer_rows(chosen, position, picked):
         block = most[rows]  # a view: the maximum is written into ``most``
-        torch.maximum(block, weights, out=block)
+        torch.maximum(block, weights.amax(dim=0), out=block)
     out: Float64Array = most.double().numpy()
     return out
 

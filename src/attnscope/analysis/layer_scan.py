@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attnscope.analysis.access import Float64Array, layer_rows
+from attnscope.analysis.access import Buffers, Float64Array, layer_rows
 from attnscope.analysis.aggregate import HeadMean
 from attnscope.analysis.statistics import LayerStatistics, TokenSets
 from attnscope.trace import AttentionStream
@@ -30,8 +30,12 @@ class LayerScan:
     """float32 ``(q_len, k_len)``: the mean over heads."""
 
 
-def scan_layer(stream: AttentionStream, position: int, sets: TokenSets) -> LayerScan:
+def scan_layer(
+    stream: AttentionStream, position: int, sets: TokenSets, buffers: Buffers | None = None
+) -> LayerScan:
     """The statistics and the head mean of one layer, reading each weight once.
+
+    ``buffers``: work tensors to reuse, one for every layer of a pass.
 
     Examples
     --------
@@ -42,9 +46,10 @@ def scan_layer(stream: AttentionStream, position: int, sets: TokenSets) -> Layer
     >>> scan.statistics["sink"].tolist(), scan.mean.tolist()
     ([0.5, 0.5, 0.5], [[0.5, 0.5], [0.5, 0.5]])
     """
-    statistics = LayerStatistics(stream, position, sets)
+    buffers = Buffers() if buffers is None else buffers
+    statistics = LayerStatistics(stream, position, sets, buffers)
     mean = HeadMean(stream.q_len, stream.k_len, stream.num_heads)
-    for rows, head, weights in layer_rows(stream, position):
-        statistics.add(rows, head, weights)
+    for rows, heads, weights in layer_rows(stream, position, buffers=buffers):
+        statistics.add(rows, heads, weights)
         mean.add(rows, weights)
     return LayerScan(statistics.result(), mean.result())

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from attnscope.analysis.access import Float64Array, hidden_rows, layer_rows, pick_stream
+from attnscope.analysis.access import (
+    Buffers,
+    Float64Array,
+    hidden_rows,
+    layer_rows,
+    pick_stream,
+)
 from attnscope.analysis.repeats import (
     Codes,
     PatternKind,
@@ -222,9 +228,10 @@ PATTERNS: tuple[PatternKind, ...] = ("induction", "duplicate")
 
 
 class LayerStatistics:
-    """Every statistic of one layer's heads, fed a block of one head's query rows at a time.
+    """Every statistic of one layer's heads, fed a block of query rows at a time.
 
-    Each block is reduced to one float32 value per query row right away
+    Blocks come from :func:`attnscope.analysis.access.layer_rows`. Each is
+    reduced to one float32 value per (head, query row) right away
     (:data:`ROW_VALUES`), so nothing the size of the block outlives
     :meth:`add`; :meth:`result` takes the means over queries.
 
@@ -234,6 +241,8 @@ class LayerStatistics:
         The stream and the position of the layer in it.
     sets
         The token sets of the stream (:meth:`TokenSets.of`).
+    buffers
+        Work tensors to reuse (share one between the layers of a pass).
 
     Examples
     --------
@@ -241,8 +250,8 @@ class LayerStatistics:
     >>> from attnscope.analysis.access import layer_rows
     >>> t = AttentionTrace(list("abcd"), np.full((1, 2, 4, 4), 0.25, np.float32))
     >>> stats = LayerStatistics(t.stream, 0, TokenSets.of(t, t.stream))
-    >>> for rows, head, weights in layer_rows(t.stream, 0):
-    ...     stats.add(rows, head, weights)
+    >>> for rows, heads, weights in layer_rows(t.stream, 0):
+    ...     stats.add(rows, heads, weights)
     >>> result = stats.result()
     >>> round(float(result["entropy"][0]), 6) == round(float(np.log(4)), 6)
     True
@@ -250,10 +259,17 @@ class LayerStatistics:
     ([0.25, 0.25], [0.25, 0.25])
     """
 
-    def __init__(self, stream: AttentionStream, position: int, sets: TokenSets) -> None:
+    def __init__(
+        self,
+        stream: AttentionStream,
+        position: int,
+        sets: TokenSets,
+        buffers: Buffers | None = None,
+    ) -> None:
         import torch
 
         self.stream, self.position, self.sets = stream, position, sets
+        self.buffers = Buffers() if buffers is None else buffers
         heads, q_len = stream.num_heads, stream.q_len
         self.rows = {name: np.zeros((heads, q_len)) for name in ROW_VALUES}
         # A row's mass on a key set is one matrix-vector product.
@@ -270,52 +286,63 @@ class LayerStatistics:
         self.pattern_sums: dict[str, Float64Array] = {name: np.zeros(heads) for name in PATTERNS}
         self._patterns: tuple[int, dict[PatternKind, Tensor]] | None = None
 
-    def add(self, rows: slice, head: int, weights: Tensor) -> None:
-        """Reduce one head's weights of query ``rows`` (float32 ``(len(rows), k_len)``)."""
+    def add(self, rows: slice, heads: list[int], weights: Tensor) -> None:
+        """Reduce the weights of query ``rows`` of ``heads``, float32 ``(heads, rows, k_len)``."""
         import torch
 
         k_len = self.stream.k_len
         row = self.rows
-        row["mass"][head, rows] = weights.sum(dim=-1).numpy()
+        row["mass"][heads, rows] = weights.sum(dim=-1).numpy()
         for name, key_set in self._key_sets.items():
-            row[name][head, rows] = weights.mv(key_set).numpy()
+            row[name][heads, rows] = weights.matmul(key_set).numpy()
         array = weights.numpy()
         queries = np.arange(self.stream.q_len)[rows]
         local = np.arange(len(queries))
         for name, offset in DIAGONALS.items():
             keys = queries + offset
             exists = (keys >= 0) & (keys < k_len)
-            row[name][head, queries[exists]] = array[local[exists], keys[exists]]
-        row["confidence"][head, rows] = weights.amax(dim=-1).numpy()
-        row["sink"][head, rows] = array[:, 0]
+            where = np.ix_(np.asarray(heads), queries[exists])
+            row[name][where] = array[:, local[exists], keys[exists]]
+        row["confidence"][heads, rows] = weights.amax(dim=-1).numpy()
+        row["sink"][heads, rows] = array[:, :, 0]
 
-        # (torch.xlogy is three times slower than log, multiply and sum on this CPU.)
-        smoothed = weights.mul(1.0 - SMOOTHING).add_(SMOOTHING / k_len)
-        row["entropy"][head, rows] = (smoothed * smoothed.log()).sum(dim=-1).neg_().numpy()
-        logs = weights.clamp_min(FLOAT32_TINY).log_()  # weight 0 gives 0 * ln(tiny) = 0
-        row["raw_entropy"][head, rows] = logs.mul_(weights).sum(dim=-1).neg_().numpy()
-        row["visible"][head, rows] = self._visible_keys(rows, head, weights)
+        # In place, in two reused buffers; torch.xlogy is three times slower than
+        # log, multiply and sum on this CPU.
+        smoothed = self.buffers.get("smoothed", tuple(weights.shape))
+        logs = self.buffers.get("logs", tuple(weights.shape))
+        torch.mul(weights, 1.0 - SMOOTHING, out=smoothed).add_(SMOOTHING / k_len)
+        torch.log(smoothed, out=logs)
+        row["entropy"][heads, rows] = logs.mul_(smoothed).sum(dim=-1).neg_().numpy()
+        torch.clamp_min(weights, FLOAT32_TINY, out=logs).log_()  # 0 weight: 0 * ln(tiny) = 0
+        row["raw_entropy"][heads, rows] = logs.mul_(weights).sum(dim=-1).neg_().numpy()
+        row["visible"][heads, rows] = self._visible_keys(rows, heads, weights, smoothed)
 
         if self._repeats:
-            flat = weights.reshape(-1)
+            flat = weights.reshape(len(heads), -1)
             for name, pattern in self._pattern_rows(rows).items():
-                self.pattern_sums[name][head] += float(torch.dot(flat, pattern.reshape(-1)))
+                self.pattern_sums[name][heads] += flat.mv(pattern.reshape(-1)).numpy()
 
-    def _visible_keys(self, rows: slice, head: int, weights: Tensor) -> Float64Array:
-        """Per query row, the keys it can see that are not padding (without a mask: weight > 0)."""
+    def _visible_keys(
+        self, rows: slice, heads: list[int], weights: Tensor, scratch: Tensor
+    ) -> Float64Array:
+        """Per head and query row, the keys seen that are not padding (no mask: weight > 0)."""
+        import torch
+
         stream = self.stream
         if stream.mask is None and stream.key_spans is not None:  # the rule alone: no N^2 needed
             spans = stream.key_spans[min(self.position, stream.key_spans.shape[0] - 1)][rows]
             before = self._visible_before
             counts: Float64Array = (before[spans[:, 1]] - before[spans[:, 0]]).astype(np.float64)
-            return counts
-        hidden = hidden_rows(stream, self.position, head, rows)
-        if hidden is not None:
-            shown = ~hidden & self.sets.visible_keys[None, :]
-            counted: Float64Array = shown.sum(axis=-1).astype(np.float64)
+            return counts[None, :]
+        if stream.has_mask:
+            counted = np.empty((len(heads), weights.shape[1]))
+            for i, head in enumerate(heads):
+                hidden = hidden_rows(stream, self.position, head, rows)
+                assert hidden is not None
+                counted[i] = (~hidden & self.sets.visible_keys).sum(axis=-1)
             return counted
-        seen = weights.sign()  # weights are >= 0: 1 where seen (faster than counting bools)
-        per_row = seen.sum(dim=-1) if self._every_key_visible else seen.mv(self._visible)
+        seen = torch.sign(weights, out=scratch)  # weights >= 0: 1 where seen (faster than bools)
+        per_row = seen.sum(dim=-1) if self._every_key_visible else seen.matmul(self._visible)
         seen_counts: Float64Array = per_row.numpy().astype(np.float64)
         return seen_counts
 
@@ -380,10 +407,11 @@ def statistic_table(trace: AttentionTrace, *, stream: str | None = None) -> dict
     chosen = pick_stream(trace, stream)
     sets = TokenSets.of(trace, chosen)
     per_layer = []
+    buffers = Buffers()
     for position in range(chosen.num_layers):
-        layer = LayerStatistics(chosen, position, sets)
-        for rows, head, weights in layer_rows(chosen, position):
-            layer.add(rows, head, weights)
+        layer = LayerStatistics(chosen, position, sets, buffers)
+        for rows, heads, weights in layer_rows(chosen, position, buffers=buffers):
+            layer.add(rows, heads, weights)
         per_layer.append(layer.result())
     return stack_layers(per_layer)
 

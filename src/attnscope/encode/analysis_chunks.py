@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from attnscope.analysis.access import Buffers
 from attnscope.analysis.aggregate import layer_mean
 from attnscope.analysis.layer_scan import scan_layer
 from attnscope.analysis.rollout import rollout_step
@@ -176,8 +177,9 @@ def stats_arrays(trace: AttentionTrace, stream: str) -> list[NamedArray]:
     keep = 4 * chosen.num_layers * chosen.q_len * chosen.k_len <= MEANS_KEPT_BYTES
     kept = _kept(chosen)
     per_layer = []
+    buffers = Buffers()
     for position in range(chosen.num_layers):
-        scan = scan_layer(chosen, position, sets)
+        scan = scan_layer(chosen, position, sets, buffers)
         per_layer.append(scan.statistics)
         if keep:
             kept.means[position] = scan.mean
