@@ -1,9 +1,10 @@
-"""Which stream an analysis reads, and its attention a block of one head's rows at a time.
+"""Which stream an analysis reads, and its attention a block of rows at a time.
 
 Every analysis goes through :func:`layer_rows`: it reads
 ``stream.attention_rows(position, head, rows)`` and nothing more, so a stream
 that computes its weights on demand (from q and k, for long inputs) never has
-to hold more than a block of one head's weights at once.
+to hold more than a block of one head's weights at once (every head of a
+layer only when the whole layer is that small).
 """
 
 from __future__ import annotations

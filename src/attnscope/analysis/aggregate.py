@@ -1,6 +1,6 @@
 """The aggregations the views draw: over heads, and over several query tokens.
 
-Each reads one layer a block of one head's rows at a time
+Each reads one layer a block of rows at a time
 (:func:`attnscope.analysis.access.layer_rows`) and sums in float32. ``layer``
 is the model's layer number, as in :func:`attnscope.head_stats`.
 """

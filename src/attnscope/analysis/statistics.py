@@ -7,10 +7,10 @@ masked query has none). Statistics that compare query and key positions
 (``prev``, ``self``, ``next``, ``induction``, ``duplicate``) need self-attention
 and are NaN for cross-attention.
 
-Each is computed in one pass over a layer's weights, a block of one head's
-query rows at a time (:class:`LayerStatistics`): every statistic is a sum
-over a query's row, so the blocks give one value per (head, query), in
-float32, and the means over queries are taken at the end in float64.
+Each is computed in one pass over a layer's weights, a block of query rows at
+a time (:class:`LayerStatistics`): every statistic reduces a query's row
+(a sum, a maximum, one entry), so each block gives one float32 value per
+(head, query), and the means over queries are taken at the end in float64.
 :func:`attnscope.head_stats` stacks the layers.
 """
 
@@ -218,7 +218,7 @@ ROW_VALUES = (
     "confidence",
     "sink",
 )
-"""What :class:`LayerStatistics` keeps per (head, query): sums over the query's row."""
+"""What :class:`LayerStatistics` keeps per (head, query), each a reduction of the query's row."""
 
 DIAGONALS = {"prev": -1, "self": 0, "next": 1}
 """Key offset from the query of each position statistic."""
@@ -232,8 +232,8 @@ class LayerStatistics:
 
     Blocks come from :func:`attnscope.analysis.access.layer_rows`. Each is
     reduced to one float32 value per (head, query row) right away
-    (:data:`ROW_VALUES`), so nothing the size of the block outlives
-    :meth:`add`; :meth:`result` takes the means over queries.
+    (:data:`ROW_VALUES`), in work buffers the size of one block that every
+    block reuses; :meth:`result` takes the means over queries.
 
     Parameters
     ----------
@@ -369,9 +369,9 @@ class LayerStatistics:
         ordinary = counted & self.sets.ordinary_queries[None, :]
         out = {name: _mean_over(row[name], counted) for name in ("cls", "sep", "punct")}
         queries = np.arange(q_len)
+        square = self.sets.codes is not None
         for name, offset in DIAGONALS.items():
             exists = (queries + offset >= 0) & (queries + offset < k_len)
-            square = self.sets.codes is not None
             out[name] = (
                 _mean_over(row[name], counted & exists) if square else np.full(heads, np.nan)
             )

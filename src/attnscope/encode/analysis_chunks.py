@@ -31,16 +31,18 @@ if TYPE_CHECKING:
     from torch import Tensor
 
 ROLLOUT_MAX_TOKENS = 1024
-"""Longest input the ``rollout`` pseudo-head is offered for: layer ``l`` costs ``l``
-products of ``n x n`` matrices."""
+"""Longest input the ``rollout`` pseudo-head is offered for: each layer costs a product
+of two ``n x n`` matrices, and the products kept take ``4 n^2`` bytes each."""
 
 
 def analysable(stream: AttentionStream) -> bool:
-    """Whether one layer of ``stream`` fits in memory, as its statistics and pseudo-heads need.
+    """Whether ``stream`` offers ``stats:`` and ``pseudo:`` chunks: one layer within the size limit.
 
-    They read a whole layer at a time (``stream.layer_attention``), which a long
-    input computed on demand may not allow (``attnscope.trace.stream.MAX_ATTENTION_BYTES``);
-    such a stream offers no ``stats:`` or ``pseudo:`` chunk.
+    They read every weight of every layer (a block at a time) and keep a
+    ``(q_len, k_len)`` head mean per layer; for a stream whose layer is over
+    ``attnscope.trace.stream.MAX_ATTENTION_BYTES`` that is too slow and too
+    large for a page, so such a stream offers neither
+    (:func:`attnscope.head_stats` still computes its statistics).
 
     Examples
     --------
@@ -55,10 +57,10 @@ def analysable(stream: AttentionStream) -> bool:
 def unanalysable_reason(stream: AttentionStream) -> str:
     """Why ``stream`` has no statistics or pseudo-heads (for the chunk's error message)."""
     return (
-        f"stream {stream.name!r} is too long for head statistics and pseudo-heads: they "
-        f"read a whole layer ({stream.num_heads} heads x {stream.q_len} x {stream.k_len}), "
-        "more than attnscope.trace.stream.MAX_ATTENTION_BYTES allows; use "
-        "attnscope.head_stats on a shorter input."
+        f"stream {stream.name!r} is too long for head statistics and pseudo-heads in "
+        f"the widget: one layer ({stream.num_heads} heads x {stream.q_len} x "
+        f"{stream.k_len}) is more than attnscope.trace.stream.MAX_ATTENTION_BYTES "
+        "allows; attnscope.head_stats(trace) computes the statistics a block at a time."
     )
 
 
