@@ -3,7 +3,7 @@
 On a real MiniLM trace (weights recomputed from q and k, as capture keeps
 them): blocks of a few rows give the statistics, means, rollout and chunks
 that one block per head gives, and the widget's analysis chunks read every
-layer exactly once between them, never a whole layer or head at a time.
+layer exactly once between them, never more than a block at a time.
 """
 
 from __future__ import annotations
@@ -84,4 +84,9 @@ def test_the_analysis_chunks_read_each_layer_once_a_block_at_a_time(
         encode_chunk(trace, parse_key(f"pseudo:self:{position}", trace))
     per_layer = stream.num_heads * len(list(row_blocks(stream.q_len, stream.k_len)))
     assert len(sizes) == stream.num_layers * per_layer
+    assert max(sizes) <= block
+    # The functions behind them read blocks too (once per call: they keep nothing).
+    statistic_table(trace)
+    rollout(trace)
+    assert len(sizes) == 3 * stream.num_layers * per_layer
     assert max(sizes) <= block
