@@ -1,32 +1,86 @@
 """The aggregations the views draw: over heads, and over several query tokens.
 
-Each reads one layer (:func:`attnscope.analysis.access.layer_block`). ``layer``
+Each reads one layer a block of rows at a time
+(:func:`attnscope.analysis.access.layer_rows`) and sums in float32. ``layer``
 is the model's layer number, as in :func:`attnscope.head_stats`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnscope.analysis.access import Float64Array, layer_block, pick_stream
+from attnscope.analysis.access import Float64Array, layer_rows, pick_stream
 from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
+if TYPE_CHECKING:
+    from torch import Tensor
 
-def _heads_block(
+
+class HeadMean:
+    """The mean over heads of one layer, float32 ``(q_len, k_len)``, fed a block of rows at a time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> from attnscope.analysis.access import layer_rows
+    >>> s = AttentionStream(np.stack([np.eye(2), np.full((2, 2), 0.5)])[None].astype(np.float32))
+    >>> mean = HeadMean(s.q_len, s.k_len, s.num_heads)
+    >>> for rows, _, weights in layer_rows(s, 0):
+    ...     mean.add(rows, weights)
+    >>> mean.result().tolist()
+    [[0.75, 0.25], [0.25, 0.75]]
+    """
+
+    def __init__(self, q_len: int, k_len: int, num_heads: int) -> None:
+        import torch
+
+        self.total = torch.zeros((q_len, k_len))
+        self.num_heads = num_heads
+
+    def add(self, rows: slice, weights: Tensor) -> None:
+        """Add ``(heads, len(rows), k_len)`` weights of query ``rows`` (each head's rows once)."""
+        self.total[rows] += weights.sum(dim=0)
+
+    def result(self) -> Tensor:
+        """The mean over the ``num_heads`` heads added."""
+        mean: Tensor = self.total.div_(self.num_heads)
+        return mean
+
+
+def layer_mean(
+    stream: AttentionStream, position: int, heads: Sequence[int] | None = None
+) -> Tensor:
+    """The mean over ``heads`` (None: all) of one layer's weights, float32 ``(q_len, k_len)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> layer_mean(AttentionStream(np.full((1, 3, 1, 2), 0.5, np.float32)), 0).tolist()
+    [[0.5, 0.5]]
+    """
+    mean = HeadMean(stream.q_len, stream.k_len, stream.num_heads if heads is None else len(heads))
+    for rows, _, weights in layer_rows(stream, position, heads):
+        mean.add(rows, weights)
+    return mean.result()
+
+
+def _chosen(
     trace: AttentionTrace, layer: int, stream: str | None, heads: Sequence[int] | None
-) -> Float64Array:
+) -> tuple[AttentionStream, int, list[int] | None]:
+    """The stream, the layer's position in it and the picked heads (None: all), checked."""
     chosen = pick_stream(trace, stream)
     position = _position(chosen, layer)
-    block = layer_block(chosen, position)
     if heads is None:
-        return block
+        return chosen, position, None
     picked = _indices(heads, chosen.num_heads, "heads", "heads")
     if not picked:
         raise AttnscopeError("heads=[] selects no head; pass None for every head.")
-    return block[picked]
+    return chosen, position, picked
 
 
 def _position(stream: AttentionStream, layer: int) -> int:
@@ -69,7 +123,7 @@ def heads_mean(
     >>> heads_mean(AttentionTrace(["a", "b"], att), 0).tolist()
     [[0.75, 0.25], [0.25, 0.75]]
     """
-    mean: Float64Array = _heads_block(trace, layer, stream, heads).mean(axis=0)
+    mean: Float64Array = layer_mean(*_chosen(trace, layer, stream, heads)).double().numpy()
     return mean
 
 
@@ -92,8 +146,15 @@ def heads_max(
     >>> heads_max(AttentionTrace(["a", "b"], att), 0).tolist()
     [[1.0, 0.5], [0.5, 1.0]]
     """
-    most: Float64Array = _heads_block(trace, layer, stream, heads).max(axis=0)
-    return most
+    import torch
+
+    chosen, position, picked = _chosen(trace, layer, stream, heads)
+    most = torch.full((chosen.q_len, chosen.k_len), -torch.inf)
+    for rows, _, weights in layer_rows(chosen, position, picked):
+        block = most[rows]  # a view: the maximum is written into ``most``
+        torch.maximum(block, weights.amax(dim=0), out=block)
+    out: Float64Array = most.double().numpy()
+    return out
 
 
 def query_sum(weights: Float64Array, queries: Sequence[int]) -> Float64Array:

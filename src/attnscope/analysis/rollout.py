@@ -9,16 +9,49 @@ input token, if attention and the residual path were all that mixed tokens.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from attnscope.analysis.access import (
     Float64Array,
-    layer_block,
     pick_stream,
     require_consecutive_layers,
     require_self_attention,
 )
+from attnscope.analysis.aggregate import layer_mean
 from attnscope.trace import AttentionStream, AttentionTrace
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+
+def residual_of(mean: Tensor) -> Tensor:
+    """``Â = rownorm(mean + I)`` from a layer's head mean (float32 ``(n, n)``; left unchanged).
+
+    Examples
+    --------
+    >>> import torch
+    >>> residual_of(torch.full((2, 2), 0.5)).tolist()
+    [[0.75, 0.25], [0.25, 0.75]]
+    """
+    mixed = mean.clone()
+    mixed.diagonal().add_(1.0)
+    return mixed.div_(mixed.sum(dim=-1, keepdim=True))
+
+
+def rollout_step(product: Tensor | None, mean: Tensor) -> Tensor:
+    """``R_l = Â_l · R_{l-1}`` from the layer's head mean; ``product`` None: the first layer.
+
+    Examples
+    --------
+    >>> import torch
+    >>> first = rollout_step(None, torch.full((2, 2), 0.5))
+    >>> rollout_step(first, torch.full((2, 2), 0.5)).tolist()
+    [[0.625, 0.375], [0.375, 0.625]]
+    """
+    residual = residual_of(mean)
+    return residual if product is None else residual @ product
 
 
 def residual_attention(stream: AttentionStream, position: int) -> Float64Array:
@@ -31,8 +64,7 @@ def residual_attention(stream: AttentionStream, position: int) -> Float64Array:
     >>> residual_attention(s, 0).tolist()
     [[0.75, 0.25], [0.25, 0.75]]
     """
-    mixed = layer_block(stream, position).mean(axis=0) + np.eye(stream.q_len)
-    normalised: Float64Array = mixed / mixed.sum(axis=-1, keepdims=True)
+    normalised: Float64Array = residual_of(layer_mean(stream, position)).double().numpy()
     return normalised
 
 
@@ -41,7 +73,7 @@ def rollout(trace: AttentionTrace, *, stream: str | None = None) -> Float64Array
 
     ``out[l]`` is ``R_{l+1} = Â_{l+1} · … · Â_1`` with ``Â = rownorm(mean over heads
     of A + I)`` (Abnar & Zuidema 2020); its rows sum to 1. Layers are read one
-    at a time.
+    at a time, a block of one head's rows at a time; products are float32.
 
     Parameters
     ----------
@@ -63,8 +95,8 @@ def rollout(trace: AttentionTrace, *, stream: str | None = None) -> Float64Array
     require_self_attention(chosen, "rollout")
     require_consecutive_layers(chosen, "rollout")
     out = np.empty((chosen.num_layers, chosen.q_len, chosen.k_len))
-    product = np.eye(chosen.q_len)
+    product = None
     for position in range(chosen.num_layers):
-        product = residual_attention(chosen, position) @ product
-        out[position] = product
+        product = rollout_step(product, layer_mean(chosen, position))
+        out[position] = product.numpy()
     return out

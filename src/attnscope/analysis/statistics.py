@@ -7,19 +7,35 @@ masked query has none). Statistics that compare query and key positions
 (``prev``, ``self``, ``next``, ``induction``, ``duplicate``) need self-attention
 and are NaN for cross-attention.
 
-Each is computed one layer at a time from a ``(heads, q_len, k_len)`` block
-(:func:`layer_statistics`); :func:`attnscope.head_stats` stacks the layers.
+Each is computed in one pass over a layer's weights, a block of query rows at
+a time (:class:`LayerStatistics`): every statistic reduces a query's row
+(a sum, a maximum, one entry), so each block gives one float32 value per
+(head, query), and the means over queries are taken at the end in float64.
+:func:`attnscope.head_stats` stacks the layers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from attnscope.analysis.access import Float64Array, layer_block, layer_mask, pick_stream
-from attnscope.analysis.repeats import duplicate_pattern, induction_pattern
+from attnscope.analysis.access import (
+    Buffers,
+    Float64Array,
+    hidden_rows,
+    layer_rows,
+    pick_stream,
+)
+from attnscope.analysis.repeats import (
+    Codes,
+    PatternKind,
+    pattern_rows,
+    repeats_any,
+    token_codes,
+)
 from attnscope.analysis.token_sets import (
     BoolVector,
     leading_specials,
@@ -29,8 +45,14 @@ from attnscope.analysis.token_sets import (
 )
 from attnscope.trace import AttentionStream, AttentionTrace
 
+if TYPE_CHECKING:
+    from torch import Tensor
+
 SMOOTHING = 0.0001
 """Clark et al.'s smoothing: ``a' = (1 - SMOOTHING) * a + SMOOTHING / n`` keeps ``ln`` finite."""
+
+FLOAT32_TINY = float(np.finfo(np.float32).tiny)
+"""Smallest normal float32: weights are raised to it before ``ln`` so that ``0 ln 0`` is 0."""
 
 
 @dataclass(frozen=True)
@@ -144,8 +166,9 @@ class TokenSets:
     cls_keys: BoolVector
     sep_keys: BoolVector
     punct_keys: BoolVector
-    duplicate: Float64Array | None
-    induction: Float64Array | None
+    codes: Codes | None
+    """Token codes the repeat patterns compare (:func:`.repeats.token_codes`); None for
+    cross-attention, where query and key positions are not comparable."""
 
     @classmethod
     def of(cls, trace: AttentionTrace, stream: AttentionStream) -> TokenSets:
@@ -169,8 +192,7 @@ class TokenSets:
             cls_keys=leading_specials(keys.kinds),
             sep_keys=other_specials(keys.kinds),
             punct_keys=punctuation(keys.labels),
-            duplicate=duplicate_pattern(queries) if square else None,
-            induction=induction_pattern(queries) if square else None,
+            codes=token_codes(queries) if square else None,
         )
 
 
@@ -182,73 +204,190 @@ def _mean_over(values: Float64Array, counted: npt.NDArray[np.bool_]) -> Float64A
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
-def _pattern_score(block: Float64Array, pattern: Float64Array | None) -> Float64Array:
-    heads = block.shape[0]
-    if pattern is None or not pattern.any():
-        return np.full(heads, np.nan)
-    mass = block.sum(axis=(1, 2))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(mass > 0, (block * pattern).sum(axis=(1, 2)) / mass, np.nan)
+ROW_VALUES = (
+    "mass",
+    "cls",
+    "sep",
+    "punct",
+    "prev",
+    "self",
+    "next",
+    "entropy",
+    "raw_entropy",
+    "visible",
+    "confidence",
+    "sink",
+)
+"""What :class:`LayerStatistics` keeps per (head, query), each a reduction of the query's row."""
+
+DIAGONALS = {"prev": -1, "self": 0, "next": 1}
+"""Key offset from the query of each position statistic."""
+
+PATTERNS: tuple[PatternKind, ...] = ("induction", "duplicate")
+"""The repeat patterns scored as TransformerLens's "mul" score."""
 
 
-def layer_statistics(
-    block: Float64Array, sets: TokenSets, mask: npt.NDArray[np.bool_] | None = None
-) -> dict[str, Float64Array]:
-    """Every statistic of one layer's heads: ``{name: (heads,)}`` in :data:`STATISTICS` order.
+class LayerStatistics:
+    """Every statistic of one layer's heads, fed a block of query rows at a time.
+
+    Blocks come from :func:`attnscope.analysis.access.layer_rows`. Each is
+    reduced to one float32 value per (head, query row) right away
+    (:data:`ROW_VALUES`), in work buffers the size of one block that every
+    block reuses; :meth:`result` takes the means over queries.
 
     Parameters
     ----------
-    block
-        ``(heads, q_len, k_len)`` weights of one layer.
+    stream, position
+        The stream and the position of the layer in it.
     sets
         The token sets of the stream (:meth:`TokenSets.of`).
-    mask
-        ``(heads, q_len, k_len)`` True where a key is hidden, or None.
+    buffers
+        Work tensors to reuse (share one between the layers of a pass).
 
     Examples
     --------
     >>> import numpy as np
+    >>> from attnscope.analysis.access import layer_rows
     >>> t = AttentionTrace(list("abcd"), np.full((1, 2, 4, 4), 0.25, np.float32))
-    >>> stats = layer_statistics(t.attention[0].astype(float), TokenSets.of(t, t.stream))
-    >>> round(float(stats["entropy"][0]), 6) == round(float(np.log(4)), 6)
+    >>> stats = LayerStatistics(t.stream, 0, TokenSets.of(t, t.stream))
+    >>> for rows, heads, weights in layer_rows(t.stream, 0):
+    ...     stats.add(rows, heads, weights)
+    >>> result = stats.result()
+    >>> round(float(result["entropy"][0]), 6) == round(float(np.log(4)), 6)
     True
-    >>> stats["confidence"].tolist(), stats["sink"].tolist()
+    >>> result["confidence"].tolist(), result["sink"].tolist()
     ([0.25, 0.25], [0.25, 0.25])
     """
-    heads, q_len, k_len = block.shape
-    counted = sets.counted_queries[None, :] & (block.sum(axis=-1) > 0)
-    ordinary = counted & sets.ordinary_queries[None, :]
-    out: dict[str, Float64Array] = {}
-    for name, keys in (("cls", sets.cls_keys), ("sep", sets.sep_keys), ("punct", sets.punct_keys)):
-        out[name] = _mean_over(block[:, :, keys].sum(axis=-1), counted)
 
-    square = sets.duplicate is not None
-    rows = np.arange(q_len)
-    for name, offset in (("prev", -1), ("self", 0), ("next", 1)):
-        if not square:
-            out[name] = np.full(heads, np.nan)
-            continue
-        cols = rows + offset
-        exists = (cols >= 0) & (cols < k_len)
-        diagonal = np.zeros((heads, q_len))
-        diagonal[:, exists] = block[:, rows[exists], cols[exists]]
-        out[name] = _mean_over(diagonal, counted & exists[None, :])
+    def __init__(
+        self,
+        stream: AttentionStream,
+        position: int,
+        sets: TokenSets,
+        buffers: Buffers | None = None,
+    ) -> None:
+        import torch
 
-    smoothed = (1.0 - SMOOTHING) * block + SMOOTHING / k_len
-    out["entropy"] = _mean_over(-(smoothed * np.log(smoothed)).sum(axis=-1), counted)
+        self.stream, self.position, self.sets = stream, position, sets
+        self.buffers = Buffers() if buffers is None else buffers
+        heads, q_len = stream.num_heads, stream.q_len
+        self.rows = {name: np.zeros((heads, q_len)) for name in ROW_VALUES}
+        # A row's mass on a key set is one matrix-vector product.
+        key_sets = {"cls": sets.cls_keys, "sep": sets.sep_keys, "punct": sets.punct_keys}
+        self._key_sets = {
+            name: torch.from_numpy(keys.astype(np.float32)) for name, keys in key_sets.items()
+        }
+        self._visible = torch.from_numpy(sets.visible_keys.astype(np.float32))
+        self._every_key_visible = bool(sets.visible_keys.all())
+        # Visible keys before each key: a span [start, stop) shows cum[stop] - cum[start].
+        self._visible_before = np.concatenate([[0], np.cumsum(sets.visible_keys)])
+        codes = sets.codes
+        self._repeats = codes is not None and repeats_any(codes)
+        self.pattern_sums: dict[str, Float64Array] = {name: np.zeros(heads) for name in PATTERNS}
+        self._patterns: tuple[int, dict[PatternKind, Tensor]] | None = None
 
-    seen = block > 0 if mask is None else ~mask
-    visible = (seen & sets.visible_keys[None, None, :]).sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        raw_entropy = -np.where(block > 0, block * np.log(np.where(block > 0, block, 1.0)), 0.0)
-        normalised = raw_entropy.sum(axis=-1) / np.log(np.maximum(visible, 2))
-    out["entropy_norm"] = _mean_over(normalised, counted & (visible >= 2))
+    def add(self, rows: slice, heads: list[int], weights: Tensor) -> None:
+        """Reduce the weights of query ``rows`` of ``heads``, float32 ``(heads, rows, k_len)``."""
+        import torch
 
-    out["confidence"] = _mean_over(block.max(axis=-1), ordinary)
-    out["sink"] = _mean_over(block[:, :, 0], counted)
-    out["induction"] = _pattern_score(block, sets.induction)
-    out["duplicate"] = _pattern_score(block, sets.duplicate)
-    return {name: out[name] for name in STATISTICS}
+        k_len = self.stream.k_len
+        row = self.rows
+        row["mass"][heads, rows] = weights.sum(dim=-1).numpy()
+        for name, key_set in self._key_sets.items():
+            row[name][heads, rows] = weights.matmul(key_set).numpy()
+        array = weights.numpy()
+        queries = np.arange(self.stream.q_len)[rows]
+        local = np.arange(len(queries))
+        for name, offset in DIAGONALS.items():
+            keys = queries + offset
+            exists = (keys >= 0) & (keys < k_len)
+            where = np.ix_(np.asarray(heads), queries[exists])
+            row[name][where] = array[:, local[exists], keys[exists]]
+        row["confidence"][heads, rows] = weights.amax(dim=-1).numpy()
+        row["sink"][heads, rows] = array[:, :, 0]
+
+        # In place, in two reused buffers; torch.xlogy is three times slower than
+        # log, multiply and sum on this CPU.
+        smoothed = self.buffers.get("smoothed", tuple(weights.shape))
+        logs = self.buffers.get("logs", tuple(weights.shape))
+        torch.mul(weights, 1.0 - SMOOTHING, out=smoothed).add_(SMOOTHING / k_len)
+        torch.log(smoothed, out=logs)
+        row["entropy"][heads, rows] = logs.mul_(smoothed).sum(dim=-1).neg_().numpy()
+        torch.clamp_min(weights, FLOAT32_TINY, out=logs).log_()  # 0 weight: 0 * ln(tiny) = 0
+        row["raw_entropy"][heads, rows] = logs.mul_(weights).sum(dim=-1).neg_().numpy()
+        row["visible"][heads, rows] = self._visible_keys(rows, heads, weights, smoothed)
+
+        if self._repeats:
+            flat = weights.reshape(len(heads), -1)
+            for name, pattern in self._pattern_rows(rows).items():
+                self.pattern_sums[name][heads] += flat.mv(pattern.reshape(-1)).numpy()
+
+    def _visible_keys(
+        self, rows: slice, heads: list[int], weights: Tensor, scratch: Tensor
+    ) -> Float64Array:
+        """Per head and query row, the keys seen that are not padding (no mask: weight > 0)."""
+        import torch
+
+        stream = self.stream
+        if stream.mask is None and stream.key_spans is not None:  # the rule alone: no N^2 needed
+            spans = stream.key_spans[min(self.position, stream.key_spans.shape[0] - 1)][rows]
+            before = self._visible_before
+            counts: Float64Array = (before[spans[:, 1]] - before[spans[:, 0]]).astype(np.float64)
+            return counts[None, :]
+        if stream.has_mask:
+            counted = np.empty((len(heads), weights.shape[1]))
+            for i, head in enumerate(heads):
+                hidden = hidden_rows(stream, self.position, head, rows)
+                assert hidden is not None
+                counted[i] = (~hidden & self.sets.visible_keys).sum(axis=-1)
+            return counted
+        seen = torch.sign(weights, out=scratch)  # weights >= 0: 1 where seen (faster than bools)
+        per_row = seen.sum(dim=-1) if self._every_key_visible else seen.matmul(self._visible)
+        seen_counts: Float64Array = per_row.numpy().astype(np.float64)
+        return seen_counts
+
+    def _pattern_rows(self, rows: slice) -> dict[PatternKind, Tensor]:
+        """The repeat patterns of query ``rows`` as float32, made once for every head."""
+        import torch
+
+        if self._patterns is None or self._patterns[0] != rows.start:
+            assert self.sets.codes is not None
+            codes = self.sets.codes
+            made = {
+                name: torch.from_numpy(pattern_rows(codes, rows, name).astype(np.float32))
+                for name in PATTERNS
+            }
+            self._patterns = (rows.start, made)
+        return self._patterns[1]
+
+    def result(self) -> dict[str, Float64Array]:
+        """``{name: (heads,)}`` for every statistic, in :data:`STATISTICS` order."""
+        row = self.rows
+        heads, q_len = row["mass"].shape
+        k_len = self.stream.k_len
+        counted = self.sets.counted_queries[None, :] & (row["mass"] > 0)
+        ordinary = counted & self.sets.ordinary_queries[None, :]
+        out = {name: _mean_over(row[name], counted) for name in ("cls", "sep", "punct")}
+        queries = np.arange(q_len)
+        square = self.sets.codes is not None
+        for name, offset in DIAGONALS.items():
+            exists = (queries + offset >= 0) & (queries + offset < k_len)
+            out[name] = (
+                _mean_over(row[name], counted & exists) if square else np.full(heads, np.nan)
+            )
+        out["entropy"] = _mean_over(row["entropy"], counted)
+        visible = row["visible"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            normalised = row["raw_entropy"] / np.log(np.maximum(visible, 2))
+        out["entropy_norm"] = _mean_over(normalised, counted & (visible >= 2))
+        out["confidence"] = _mean_over(row["confidence"], ordinary)
+        out["sink"] = _mean_over(row["sink"], counted)
+        mass = row["mass"].sum(axis=-1)
+        for name, total in self.pattern_sums.items():
+            with np.errstate(invalid="ignore", divide="ignore"):
+                score = np.where(mass > 0, total / mass, np.nan)
+            out[name] = score if self._repeats else np.full(heads, np.nan)
+        return {name: out[name] for name in STATISTICS}
 
 
 def statistic_table(trace: AttentionTrace, *, stream: str | None = None) -> dict[str, Float64Array]:
@@ -267,8 +406,22 @@ def statistic_table(trace: AttentionTrace, *, stream: str | None = None) -> dict
     """
     chosen = pick_stream(trace, stream)
     sets = TokenSets.of(trace, chosen)
-    per_layer = [
-        layer_statistics(layer_block(chosen, p), sets, layer_mask(chosen, p))
-        for p in range(chosen.num_layers)
-    ]
-    return {name: np.stack([layer[name] for layer in per_layer]) for name in STATISTICS}
+    per_layer = []
+    buffers = Buffers()
+    for position in range(chosen.num_layers):
+        layer = LayerStatistics(chosen, position, sets, buffers)
+        for rows, heads, weights in layer_rows(chosen, position, buffers=buffers):
+            layer.add(rows, heads, weights)
+        per_layer.append(layer.result())
+    return stack_layers(per_layer)
+
+
+def stack_layers(per_layer: list[dict[str, Float64Array]]) -> dict[str, Float64Array]:
+    """``{name: (layers, heads)}`` from each layer's ``{name: (heads,)}``.
+
+    Examples
+    --------
+    >>> stack_layers([{"sink": np.zeros(2)}, {"sink": np.ones(2)}])["sink"].tolist()
+    [[0.0, 0.0], [1.0, 1.0]]
+    """
+    return {name: np.stack([layer[name] for layer in per_layer]) for name in per_layer[0]}

@@ -11,30 +11,38 @@ per pseudo-head (``docs/protocol.md``, "Chunks").
 from __future__ import annotations
 
 import weakref
+from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnscope.analysis.access import layer_block
-from attnscope.analysis.rollout import residual_attention
-from attnscope.analysis.statistics import STATISTICS, statistic_table
+from attnscope.analysis.access import Buffers
+from attnscope.analysis.aggregate import layer_mean
+from attnscope.analysis.layer_scan import scan_layer
+from attnscope.analysis.rollout import rollout_step
+from attnscope.analysis.statistics import STATISTICS, TokenSets, stack_layers
 from attnscope.analysis.words import word_ids
 from attnscope.encode.arrays import F32Array, NamedArray, quantize_rows, top_keys
 from attnscope.trace import AttentionStream, AttentionTrace
 from attnscope.trace import stream as stream_module
 
+if TYPE_CHECKING:
+    from torch import Tensor
+
 ROLLOUT_MAX_TOKENS = 1024
-"""Longest input the ``rollout`` pseudo-head is offered for: layer ``l`` costs ``l``
-products of ``n x n`` matrices."""
+"""Longest input the ``rollout`` pseudo-head is offered for: each layer costs a product
+of two ``n x n`` matrices, and the products kept take ``4 n^2`` bytes each."""
 
 
 def analysable(stream: AttentionStream) -> bool:
-    """Whether one layer of ``stream`` fits in memory, as its statistics and pseudo-heads need.
+    """Whether ``stream`` offers ``stats:`` and ``pseudo:`` chunks: one layer within the size limit.
 
-    They read a whole layer at a time (``stream.layer_attention``), which a long
-    input computed on demand may not allow (``attnscope.trace.stream.MAX_ATTENTION_BYTES``);
-    such a stream offers no ``stats:`` or ``pseudo:`` chunk.
+    They read every weight of every layer (a block at a time) and keep a
+    ``(q_len, k_len)`` head mean per layer; for a stream whose layer is over
+    ``attnscope.trace.stream.MAX_ATTENTION_BYTES`` that is too slow and too
+    large for a page, so such a stream offers neither
+    (:func:`attnscope.head_stats` still computes its statistics).
 
     Examples
     --------
@@ -49,10 +57,10 @@ def analysable(stream: AttentionStream) -> bool:
 def unanalysable_reason(stream: AttentionStream) -> str:
     """Why ``stream`` has no statistics or pseudo-heads (for the chunk's error message)."""
     return (
-        f"stream {stream.name!r} is too long for head statistics and pseudo-heads: they "
-        f"read a whole layer ({stream.num_heads} heads x {stream.q_len} x {stream.k_len}), "
-        "more than attnscope.trace.stream.MAX_ATTENTION_BYTES allows; use "
-        "attnscope.head_stats on a shorter input."
+        f"stream {stream.name!r} is too long for head statistics and pseudo-heads in "
+        f"the widget: one layer ({stream.num_heads} heads x {stream.q_len} x "
+        f"{stream.k_len}) is more than attnscope.trace.stream.MAX_ATTENTION_BYTES "
+        "allows; attnscope.head_stats(trace) computes the statistics a block at a time."
     )
 
 
@@ -111,8 +119,52 @@ def sides_words(trace: AttentionTrace) -> dict[str, list[int] | None]:
     }
 
 
+MEANS_KEPT_BYTES = 64 << 20
+"""Most bytes of head means the ``stats:`` chunk keeps for the ``pseudo:`` chunks to come
+(they need the same weights: kept, the layer is not read a second time)."""
+
+ROLLOUT_KEPT_BYTES = 64 << 20
+"""Most bytes of rollout products kept per stream: each ``pseudo:`` chunk extends the
+nearest one below its layer instead of starting again from the first layer."""
+
+
+@dataclass
+class _Kept:
+    """What one stream's analysis chunks keep for the chunks after them."""
+
+    means: dict[int, Tensor] = field(default_factory=dict)
+    """Head mean by layer position, from the ``stats:`` chunk; a ``pseudo:`` chunk takes its own."""
+    products: dict[int, Tensor] = field(default_factory=dict)
+    """Rollout product through each layer position, oldest first, within ROLLOUT_KEPT_BYTES."""
+
+    def keep_product(self, position: int, product: Tensor) -> None:
+        self.products[position] = product
+        held = sum(_nbytes(p) for p in self.products.values())
+        while held > ROLLOUT_KEPT_BYTES and len(self.products) > 1:
+            oldest = next(iter(self.products))
+            held -= _nbytes(self.products.pop(oldest))
+
+
+_KEPT: weakref.WeakKeyDictionary[AttentionStream, _Kept] = weakref.WeakKeyDictionary()
+
+
+def _kept(stream: AttentionStream) -> _Kept:
+    kept = _KEPT.get(stream)
+    if kept is None:
+        kept = _KEPT[stream] = _Kept()
+    return kept
+
+
+def _nbytes(tensor: Tensor) -> int:
+    return tensor.numel() * tensor.element_size()
+
+
 def stats_arrays(trace: AttentionTrace, stream: str) -> list[NamedArray]:
     """The ``stats:<stream>`` chunk: one f32 ``(layers, heads)`` array per statistic.
+
+    Each layer is read once (:func:`attnscope.analysis.layer_scan.scan_layer`);
+    its head mean is kept for the ``pseudo:`` chunks when every layer's fits
+    in :data:`MEANS_KEPT_BYTES`.
 
     Examples
     --------
@@ -122,7 +174,18 @@ def stats_arrays(trace: AttentionTrace, stream: str) -> list[NamedArray]:
     >>> arrays[0][0], arrays[0][1].shape, arrays[0][1].dtype.name
     ('cls', (2, 4), 'float32')
     """
-    table = statistic_table(trace, stream=stream)
+    chosen = trace.streams[stream]
+    sets = TokenSets.of(trace, chosen)
+    keep = 4 * chosen.num_layers * chosen.q_len * chosen.k_len <= MEANS_KEPT_BYTES
+    kept = _kept(chosen)
+    per_layer = []
+    buffers = Buffers()
+    for position in range(chosen.num_layers):
+        scan = scan_layer(chosen, position, sets, buffers)
+        per_layer.append(scan.statistics)
+        if keep:
+            kept.means[position] = scan.mean
+    table = stack_layers(per_layer)
     return [(name, table[name].astype(np.float32)) for name in STATISTICS]
 
 
@@ -139,28 +202,30 @@ def pseudo_weights(stream: AttentionStream, position: int) -> F32Array:
     >>> pseudo_weights(s, 1)[1].tolist()  # uniform layers: (1 - 2^-l) U + 2^-l I
     [[0.625, 0.375], [0.375, 0.625]]
     """
-    out = [layer_block(stream, position).mean(axis=0)]
+    import torch
+
+    mean = _kept(stream).means.pop(position, None)
+    if mean is None:
+        mean = layer_mean(stream, position)
+    out = [mean]
     if "rollout" in pseudo_heads(stream):
-        out.append(_rollout_through(stream, position))
-    weights: F32Array = np.stack(out).astype(np.float32)
+        out.append(_rollout_through(stream, position, mean))
+    weights: F32Array = torch.stack(out).numpy()
     return weights
 
 
-_LAST_ROLLOUT: weakref.WeakKeyDictionary[AttentionStream, tuple[int, Any]] = (
-    weakref.WeakKeyDictionary()
-)
-"""Per stream, the last rollout product made: a page asks for layers 0, 1, 2, ... in turn,
-and each extends the one before by one layer instead of starting again from layer 0."""
-
-
-def _rollout_through(stream: AttentionStream, position: int) -> Any:
-    """Rollout up to and including ``position``: residual attention products, newest on the left."""
-    start, product = _LAST_ROLLOUT.get(stream, (-1, None))
-    if product is None or start > position:
-        start, product = -1, np.eye(stream.q_len)
+def _rollout_through(stream: AttentionStream, position: int, mean: Tensor) -> Tensor:
+    """Rollout through ``position``, whose head mean is ``mean``, from the nearest kept product."""
+    kept = _kept(stream)
+    if position in kept.products:
+        return kept.products[position]
+    start = max((p for p in kept.products if p < position), default=-1)
+    product = kept.products.get(start)
     for p in range(start + 1, position + 1):
-        product = residual_attention(stream, p) @ product
-    _LAST_ROLLOUT[stream] = (position, product)
+        layer = mean if p == position else kept.means.get(p)
+        product = rollout_step(product, layer_mean(stream, p) if layer is None else layer)
+        kept.keep_product(p, product)
+    assert product is not None
     return product
 
 

@@ -1,0 +1,92 @@
+"""The analysis reads attention a block of one head's rows at a time, each layer once.
+
+On a real MiniLM trace (weights recomputed from q and k, as capture keeps
+them): blocks of a few rows give the statistics, means, rollout and chunks
+that one block per head gives, and the widget's analysis chunks read every
+layer exactly once between them, never more than a block at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import attnscope
+from attnscope import AttentionStream, AttentionTrace
+from attnscope.analysis import heads_max, heads_mean, rollout, statistic_table
+from attnscope.encode.chunks import encode_chunk, parse_key
+from attnscope.trace import rows as rows_module
+from attnscope.trace.rows import row_blocks
+
+TEXT = "The cat sat on the mat. The cat sat on the mat, and then it slept."
+
+
+def capture(minilm: tuple[Any, Any]) -> AttentionTrace:
+    model, tokenizer = minilm
+    trace = attnscope.capture(model, TEXT, tokenizer=tokenizer)
+    assert not trace.stream.has_weights  # recomputed from q and k
+    return trace
+
+
+def analysis(trace: AttentionTrace) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = dict(statistic_table(trace))
+    out["rollout"] = rollout(trace)
+    out["mean"] = np.stack([heads_mean(trace, layer) for layer in trace.stream.layers])
+    out["max"] = np.stack([heads_max(trace, layer, heads=[1, 4]) for layer in trace.stream.layers])
+    for position in range(trace.stream.num_layers):
+        for name, array in encode_chunk(trace, parse_key(f"pseudo:self:{position}", trace)):
+            out[f"pseudo {position} {name}"] = array
+    return out
+
+
+def test_blocks_of_a_few_rows_give_what_one_block_per_head_gives(
+    minilm: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = analysis(capture(minilm))
+    trace = capture(minilm)
+    monkeypatch.setattr(rows_module, "BLOCK_VALUES", 5 * len(trace.tokens))  # 5 rows a block
+    assert len(list(row_blocks(trace.stream.q_len, trace.stream.k_len))) > 3
+    blocks = analysis(trace)
+    assert list(blocks) == list(whole)
+    assert not np.isnan(whole["induction"]).any()  # the text repeats itself
+    for name, expected in whole.items():
+        if name.endswith("weight"):  # one byte per weight: a rounding may land one step off
+            assert np.abs(blocks[name].astype(int) - expected).max() <= 1, name
+        else:
+            np.testing.assert_allclose(blocks[name], expected, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_the_analysis_chunks_read_each_layer_once_a_block_at_a_time(
+    minilm: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = capture(minilm)
+    stream = trace.stream
+    block = 4 * len(trace.tokens)
+    monkeypatch.setattr(rows_module, "BLOCK_VALUES", block)
+    sizes: list[int] = []
+    compute = AttentionStream.attention_rows
+
+    def watched(self: AttentionStream, position: int, head: int, rows: Any) -> torch.Tensor:
+        out = compute(self, position, head, rows)
+        sizes.append(out.numel())
+        return out
+
+    def refused(self: AttentionStream, which: Any) -> Any:
+        raise AssertionError(f"materialised {which}")
+
+    monkeypatch.setattr(AttentionStream, "attention_rows", watched)
+    monkeypatch.setattr(AttentionStream, "_materialise", refused)
+    encode_chunk(trace, parse_key("stats:self", trace))
+    for position in (3, 2, 4, 1, 5, 0):  # the widget's order when it opens on layer 3
+        encode_chunk(trace, parse_key(f"pseudo:self:{position}", trace))
+    per_layer = stream.num_heads * len(list(row_blocks(stream.q_len, stream.k_len)))
+    assert len(sizes) == stream.num_layers * per_layer
+    assert max(sizes) <= block
+    # The functions behind them read blocks too (once per call: they keep nothing).
+    statistic_table(trace)
+    rollout(trace)
+    assert len(sizes) == 3 * stream.num_layers * per_layer
+    assert max(sizes) <= block
