@@ -14,6 +14,7 @@ import attnscope
 from attnscope import AttentionStream, AttentionTrace
 from attnscope.encode.chunks import all_keys, encode_chunk, parse_key
 from attnscope.errors import AttnscopeError
+from attnscope.trace import key_spans
 from attnscope.trace import rows as rows_module
 from attnscope.trace import stream as stream_module
 from attnscope.trace.key_spans import blocked_from_spans, spans_from_blocked
@@ -40,15 +41,23 @@ def _causal_qk(layers: int, heads: int, n: int, d: int = 8, seed: int = 0) -> di
         np.ones((2, 3), bool),  # a query that sees nothing
     ],
 )
-def test_key_spans_stand_for_contiguous_masks(blocked: np.ndarray[Any, Any]) -> None:
+@pytest.mark.parametrize("block", [6, 7, 2**24])  # a row per block, uneven blocks, one block
+def test_key_spans_stand_for_contiguous_masks(
+    blocked: np.ndarray[Any, Any], block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(key_spans, "SPAN_BLOCK_VALUES", block)
     spans = spans_from_blocked(blocked)
     assert spans is not None
     assert spans.shape == (blocked.shape[0], 2)
     np.testing.assert_array_equal(blocked_from_spans(spans, blocked.shape[1]).numpy(), blocked)
 
 
-def test_a_mask_with_holes_is_no_span() -> None:
-    assert spans_from_blocked(np.array([[False, True, False]])) is None
+@pytest.mark.parametrize("block", [3, 2**24])
+def test_a_mask_with_holes_is_no_span(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(key_spans, "SPAN_BLOCK_VALUES", block)
+    holes = np.zeros((4, 3), bool)
+    holes[3, 1] = True  # the last row, in the last block: [False, True, False]
+    assert spans_from_blocked(holes) is None
 
 
 def test_rows_from_spans_equal_the_dense_recompute() -> None:

@@ -17,6 +17,10 @@ import numpy.typing as npt
 SpanArray = npt.NDArray[np.int32]
 
 
+SPAN_BLOCK_VALUES = 2**24
+"""Mask entries :func:`spans_from_blocked` reads at a time (128 MB of int64 positions)."""
+
+
 def spans_from_blocked(blocked: Any) -> SpanArray | None:
     """``(q_len, 2)`` visible-key runs of a ``(q_len, k_len)`` mask, or None if it has none.
 
@@ -44,19 +48,26 @@ def spans_from_blocked(blocked: Any) -> SpanArray | None:
 
     if isinstance(blocked, np.ndarray) and not blocked.flags.writeable:
         blocked = blocked.copy()
-    visible = ~torch.as_tensor(blocked, dtype=torch.bool)
-    if visible.ndim != 2:
-        raise ValueError(f"key spans come from a 2-D (q, k) mask, not {tuple(visible.shape)}.")
-    count = visible.sum(dim=1, dtype=torch.int64)
-    start = visible.to(torch.uint8).argmax(dim=1)  # the first visible key (0 when none)
-    start = torch.where(count > 0, start, torch.zeros_like(start))
-    stop = start + count
-    keys = torch.arange(visible.shape[1])
-    # Contiguous iff the last visible key is start + count - 1.
-    last = torch.where(visible, keys, torch.full_like(keys, -1)).amax(dim=1)
-    if not bool(torch.all((count == 0) | (last == stop - 1))):
-        return None
-    spans: SpanArray = torch.stack([start, stop], dim=1).to(torch.int32).numpy()
+    hidden = torch.as_tensor(blocked, dtype=torch.bool)
+    if hidden.ndim != 2:
+        raise ValueError(f"key spans come from a 2-D (q, k) mask, not {tuple(hidden.shape)}.")
+    q_len, k_len = hidden.shape
+    spans: SpanArray = np.zeros((q_len, 2), np.int32)
+    keys = torch.arange(k_len)
+    # A block of rows at a time: the int64 key positions of a whole mask would take
+    # 8 bytes per weight (8.6 GB at 32768 tokens).
+    step = max(1, SPAN_BLOCK_VALUES // max(k_len, 1))
+    for first in range(0, q_len, step):
+        visible = ~hidden[first : first + step]
+        count = visible.sum(dim=1, dtype=torch.int64)
+        start = visible.to(torch.uint8).argmax(dim=1)  # the first visible key (0 when none)
+        start = torch.where(count > 0, start, torch.zeros_like(start))
+        stop = start + count
+        # Contiguous iff the last visible key is start + count - 1.
+        last = torch.where(visible, keys, torch.full_like(keys, -1)).amax(dim=1)
+        if not bool(torch.all((count == 0) | (last == stop - 1))):
+            return None
+        spans[first : first + step] = torch.stack([start, stop], dim=1).numpy()
     return spans
 
 
