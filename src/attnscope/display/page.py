@@ -158,7 +158,9 @@ def _embed(
     derived: set[str],
 ) -> tuple[dict[str, Any], list[str], bool]:
     """Pack ``keys`` in order until ``max_bytes``; also says whether every key fit."""
-    slots = None if compared else _head_slots(trace, keys, encode, max_bytes, half)
+    # A page that derives every top: chunk has none to cut (and would encode a pseudo: twice).
+    has_top = any(k.startswith("top:") for k in keys)
+    slots = _head_slots(trace, keys, encode, max_bytes, half) if has_top and not compared else None
     packed: dict[str, Any] = {}
     left_out: list[str] = []
     used = 0
