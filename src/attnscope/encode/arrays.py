@@ -256,9 +256,11 @@ def scale_thumbnails(pooled: F32Array) -> U8Array:
 
 
 def stream_quantized(
-    stream: AttentionStream, position: int, heads: list[int]
+    stream: AttentionStream, position: int, heads: list[int], rows: slice | None = None
 ) -> tuple[U8Array, F32Array]:
     """:func:`quantize_rows` of ``heads`` of one layer: u8 ``(len(heads), Q, K)`` and row maxima.
+
+    Query ``rows`` (a slice) only, when given: ``Q`` is their number.
 
     Examples
     --------
@@ -270,19 +272,23 @@ def stream_quantized(
     """
     from attnscope.trace.rows import row_blocks
 
-    weight = np.empty((len(heads), stream.q_len, stream.k_len), np.uint8)
-    rowmax = np.empty((len(heads), stream.q_len), np.float32)
+    first, last = (0, stream.q_len) if rows is None else rows.indices(stream.q_len)[:2]
+    weight = np.empty((len(heads), max(last - first, 0), stream.k_len), np.uint8)
+    rowmax = np.empty(weight.shape[:2], np.float32)
     for i, head in enumerate(heads):
-        for rows in row_blocks(stream.q_len, stream.k_len):
-            block = stream.attention_rows(position, head, rows).numpy()
-            weight[i, rows], rowmax[i, rows] = quantize_rows(block)
+        for block in row_blocks(last - first, stream.k_len):
+            part = slice(block.start + first, block.stop + first)
+            weights = stream.attention_rows(position, head, part).numpy()
+            weight[i, block], rowmax[i, block] = quantize_rows(weights)
     return weight, rowmax
 
 
 def stream_top_keys(
-    stream: AttentionStream, position: int, k: int
+    stream: AttentionStream, position: int, k: int, rows: slice | None = None
 ) -> tuple[npt.NDArray[np.unsignedinteger[Any]], U8Array, F32Array]:
     """:func:`top_keys` of every head of one layer, a block of queries at a time.
+
+    Query ``rows`` (a slice) only, when given.
 
     Examples
     --------
@@ -295,15 +301,17 @@ def stream_top_keys(
     """
     from attnscope.trace.rows import row_blocks
 
-    shape = (stream.num_heads, stream.q_len, k)
+    first, last = (0, stream.q_len) if rows is None else rows.indices(stream.q_len)[:2]
+    shape = (stream.num_heads, max(last - first, 0), k)
     dtype = np.uint16 if stream.k_len < U16_LIMIT else np.uint32
     index = np.empty(shape, dtype)
     weight = np.empty(shape, np.uint8)
     rowmax = np.empty(shape[:2], np.float32)
     for head in range(stream.num_heads):
-        for rows in row_blocks(stream.q_len, stream.k_len):
-            block = stream.attention_rows(position, head, rows).numpy()
-            index[head, rows], weight[head, rows], rowmax[head, rows] = top_keys(block, k)
+        for block in row_blocks(last - first, stream.k_len):
+            part = slice(block.start + first, block.stop + first)
+            weights = stream.attention_rows(position, head, part).numpy()
+            index[head, block], weight[head, block], rowmax[head, block] = top_keys(weights, k)
     return index, weight, rowmax
 
 

@@ -2,7 +2,9 @@
 
 A key names one chunk of a trace (``docs/protocol.md``, "Chunks"):
 ``thumbs:<stream>`` (or ``thumbs:<stream>:<first row>``, the rows from there on,
-for the generated tokens), ``top:<stream>:<layer>``, ``attn:<stream>:<layer>:<head>``,
+for the generated tokens), ``top:<stream>:<layer>`` (or
+``top:<stream>:<layer>:<first row>``, one block of query rows),
+``attn:<stream>:<layer>:<head>``,
 ``qk:<stream>:<layer>:<head>``, and the analysis chunks ``stats:<stream>`` and
 ``pseudo:<stream>:<layer>`` (:mod:`attnscope.encode.analysis_chunks`), where
 ``<layer>`` is the layer's position in the stream. :func:`reply_messages` turns a
@@ -16,6 +18,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+
 from attnscope.encode.analysis_chunks import (
     analysable,
     pseudo_arrays,
@@ -28,9 +32,9 @@ from attnscope.encode.arrays import (
     stream_quantized,
 )
 from attnscope.encode.from_logits import any_thumbnails, layer_top_keys
-from attnscope.encode.meta import generation_meta, stream_top_k, thumb_shape
+from attnscope.encode.meta import generation_meta, stream_top_block, stream_top_k, thumb_shape
 from attnscope.encode.selection import VIEWS, ViewName, check_views
-from attnscope.trace import AttentionTrace
+from attnscope.trace import AttentionStream, AttentionTrace
 
 ChunkKind = Literal["thumbs", "top", "attn", "qk", "stats", "pseudo"]
 
@@ -55,7 +59,8 @@ class ChunkKey:
     layer: int | None = None
     head: int | None = None
     first_row: int | None = field(default=None, repr=False)  # keeps the repr of other keys
-    """Thumbnails only: the first query row they cover (the prompt's length, for generated rows)."""
+    """Thumbnails and top keys only: the first query row covered (thumbnails: the
+    prompt's length, for generated rows; top keys: the first row of one block)."""
 
     @property
     def key(self) -> str:
@@ -90,25 +95,22 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
         raise ValueError(f"unknown chunk kind {kind!r}; use one of {sorted(_PARTS)}.")
     if kind == "thumbs" and len(parts) == _PARTS[kind] + 1:
         return _parse_row_thumbs(parts, key, trace)
+    if kind == "top" and len(parts) == _PARTS[kind] + 1:
+        return _parse_top_block(parts, key, trace)
     if len(parts) != _PARTS[kind]:
         shape = {
             "thumbs": "thumbs:<stream> or thumbs:<stream>:<first row>",
-            "top": "top:<stream>:<layer>",
+            "top": "top:<stream>:<layer> or top:<stream>:<layer>:<first row>",
             "attn": "attn:<stream>:<layer>:<head>",
             "qk": "qk:<stream>:<layer>:<head>",
             "stats": "stats:<stream>",
             "pseudo": "pseudo:<stream>:<layer>",
         }[kind]
         raise ValueError(f"malformed key {key!r}; expected {shape}.")
-    stream = trace.streams.get(parts[1])
-    if stream is None:
-        raise ValueError(f"unknown stream {parts[1]!r}; this trace has {list(trace.streams)}.")
+    stream = _stream(parts[1], trace)
     numbers = [_index(p, key) for p in parts[2:]]
-    if numbers and not numbers[0] < stream.num_layers:
-        raise ValueError(
-            f"layer position {numbers[0]} is out of range: stream {parts[1]!r} has "
-            f"{stream.num_layers} layers (0..{stream.num_layers - 1})."
-        )
+    if numbers:
+        _check_layer(numbers[0], parts[1], stream.num_layers)
     if len(numbers) == 2 and not numbers[1] < stream.num_heads:
         raise ValueError(
             f"head {numbers[1]} is out of range: stream {parts[1]!r} has "
@@ -125,16 +127,48 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
 
 
 def _parse_row_thumbs(parts: list[str], key: str, trace: AttentionTrace) -> ChunkKey:
-    stream = trace.streams.get(parts[1])
-    if stream is None:
-        raise ValueError(f"unknown stream {parts[1]!r}; this trace has {list(trace.streams)}.")
+    stream = _stream(parts[1], trace)
     first_row = _index(parts[2], key)
-    if not first_row < stream.q_len:
-        raise ValueError(
-            f"first row {first_row} is out of range: stream {parts[1]!r} has {stream.q_len} "
-            f"query rows (0..{stream.q_len - 1})."
-        )
+    _check_first_row(first_row, parts[1], stream.q_len)
     return ChunkKey("thumbs", parts[1], first_row=first_row)
+
+
+def _parse_top_block(parts: list[str], key: str, trace: AttentionTrace) -> ChunkKey:
+    stream = _stream(parts[1], trace)
+    layer, first_row = _index(parts[2], key), _index(parts[3], key)
+    _check_layer(layer, parts[1], stream.num_layers)
+    _check_first_row(first_row, parts[1], stream.q_len)
+    block = stream_top_block(stream)
+    if first_row % block:
+        raise ValueError(
+            f"first row {first_row} in {key!r} does not start a block: stream {parts[1]!r} "
+            f"has blocks of {block} query rows (_meta.streams[{parts[1]!r}].top_block); "
+            f"use a multiple of {block}, e.g. {first_row - first_row % block}."
+        )
+    return ChunkKey("top", parts[1], layer, first_row=first_row)
+
+
+def _stream(name: str, trace: AttentionTrace) -> AttentionStream:
+    stream = trace.streams.get(name)
+    if stream is None:
+        raise ValueError(f"unknown stream {name!r}; this trace has {list(trace.streams)}.")
+    return stream
+
+
+def _check_layer(layer: int, name: str, num_layers: int) -> None:
+    if not layer < num_layers:
+        raise ValueError(
+            f"layer position {layer} is out of range: stream {name!r} has "
+            f"{num_layers} layers (0..{num_layers - 1})."
+        )
+
+
+def _check_first_row(first_row: int, name: str, q_len: int) -> None:
+    if not first_row < q_len:
+        raise ValueError(
+            f"first row {first_row} is out of range: stream {name!r} has {q_len} "
+            f"query rows (0..{q_len - 1})."
+        )
 
 
 def _index(text: str, key: str) -> int:
@@ -165,18 +199,50 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
     if key.kind == "pseudo":
         return pseudo_arrays(stream, key.layer, stream_top_k(stream))
     if key.kind == "top":
-        if stream_top_k(stream) >= stream.k_len:
-            # Every key is kept: the keys in their own order need no index (1 byte a value).
-            heads = list(range(stream.num_heads))
-            weight, rowmax = stream_quantized(stream, key.layer, heads)
-            return [("weight", weight), ("rowmax", rowmax)]
-        index, weight, rowmax = layer_top_keys(stream, key.layer, stream_top_k(stream))
-        return [("index", index), ("weight", weight), ("rowmax", rowmax)]
+        return top_arrays(stream, key.layer, key.first_row)
     assert key.head is not None
     if key.kind == "attn":
         weight, rowmax = stream_quantized(stream, key.layer, [key.head])
         return [("weight", weight[0]), ("rowmax", rowmax[0])]
     return qk_arrays(stream, key.layer, key.head)
+
+
+def top_arrays(stream: AttentionStream, position: int, first_row: int | None) -> list[NamedArray]:
+    """A ``top:`` chunk's arrays: one block of query rows from ``first_row``, or every row.
+
+    Every row is computed as part of its block (:func:`~attnscope.encode.meta.stream_top_block`
+    rows from a multiple of that size), so a whole-layer chunk holds exactly
+    the bytes of its blocks' chunks, stacked: the scores of a block come from
+    one product of the same shape either way.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> q = np.random.default_rng(0).normal(size=(1, 2, 70, 4)).astype(np.float32)
+    >>> s = AttentionStream(queries=q, keys=q)
+    >>> whole, block = top_arrays(s, 0, None), top_arrays(s, 0, 64)
+    >>> [(name, a.shape) for name, a in block]
+    [('index', (2, 6, 64)), ('weight', (2, 6, 64)), ('rowmax', (2, 6))]
+    >>> all(np.array_equal(w[1][:, 64:], b[1]) for w, b in zip(whole, block))
+    True
+    """
+    size = stream_top_block(stream)
+    if first_row is None:
+        blocks = [top_arrays(stream, position, start) for start in range(0, stream.q_len, size)]
+        return [
+            (name, np.concatenate([b[i][1] for b in blocks], axis=1))
+            for i, (name, _) in enumerate(blocks[0])
+        ]
+    rows = slice(first_row, min(first_row + size, stream.q_len))
+    top_k = stream_top_k(stream)
+    if top_k >= stream.k_len:
+        # Every key is kept: the keys in their own order need no index (1 byte a value).
+        heads = list(range(stream.num_heads))
+        weight, rowmax = stream_quantized(stream, position, heads, rows)
+        return [("weight", weight), ("rowmax", rowmax)]
+    index, weight, rowmax = layer_top_keys(stream, position, top_k, rows)
+    return [("index", index), ("weight", weight), ("rowmax", rowmax)]
 
 
 class ChunkCache:

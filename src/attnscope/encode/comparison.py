@@ -103,6 +103,11 @@ class ComparisonChunks:
                 f"{key!r}: a comparison has no head statistics or pseudo-heads; compute them "
                 "on each trace (attnscope.head_stats)."
             )
+        if parsed.kind == "top" and parsed.first_row is not None:
+            raise ValueError(
+                f"{key!r}: a comparison's top keys come a whole layer at a time; ask for "
+                f"{side}/top:{parsed.stream}:{parsed.layer}."
+            )
         if side == "diff" and parsed.kind == "qk":
             raise ValueError(
                 f"{key!r}: A − B has no query/key vectors; ask for a/{rest} and b/{rest}."
@@ -173,6 +178,8 @@ class ComparisonChunks:
         c = self.comparison
         meta = build_meta(self.a, embedded=embedded, notes=(*self._alignment_notes(), *notes))
         meta["title"] = f"A vs B · {meta['title']}"
+        for described in meta["streams"].values():
+            described["top_block"] = None  # A − B is formed a whole layer at a time
         meta["comparison"] = {  # A's and B's tokens, as valid Unicode like the rest of _meta
             "a": mend_strings(c.a.source.to_json()),
             "b": mend_strings(c.b.source.to_json()),

@@ -73,11 +73,12 @@ def _strongest(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
 
 
 def logit_top_keys(
-    stream: AttentionStream, position: int, k: int
+    stream: AttentionStream, position: int, k: int, rows: slice | None = None
 ) -> tuple[IndexArray, U8Array, F32Array]:
     """:func:`~attnscope.encode.arrays.top_keys` of every head of one layer, from the scores.
 
-    ``1 <= k <= k_len``. The stream must keep q and k.
+    ``1 <= k <= k_len``; query ``rows`` (a slice, all by default) make the
+    second axis. The stream must keep q and k.
 
     Examples
     --------
@@ -90,30 +91,33 @@ def logit_top_keys(
     """
     import torch
 
-    shape = (stream.num_heads, stream.q_len, k)
+    first, last = (0, stream.q_len) if rows is None else rows.indices(stream.q_len)[:2]
+    shape = (stream.num_heads, max(last - first, 0), k)
     index = np.empty(shape, np.uint16 if stream.k_len < U16_LIMIT else np.uint32)
     weight = np.empty(shape, np.uint8)
     rowmax = np.empty(shape[:2], np.float32)
     step = block_rows(stream.k_len)
     for head in range(stream.num_heads):
         sink = sink_logit(stream, position, head)
-        for start in range(0, stream.q_len, step):
-            rows = slice(start, min(start + step, stream.q_len))
-            stop = min(stream.k_len, max(visible_stop(stream, position, rows), k + 1))
-            scores = logit_rows(stream, position, head, rows, stop)
+        for start in range(first, last, step):
+            part = slice(start, min(start + step, last))
+            out = slice(part.start - first, part.stop - first)
+            stop = min(stream.k_len, max(visible_stop(stream, position, part), k + 1))
+            scores = logit_rows(stream, position, head, part, stop)
             values, keys, exact = _strongest(scores, k)
             top = values[:, 0]
             total = _normaliser(scores, top, sink)
             quantised = torch.round((values - top[:, None]).exp_() * 255).nan_to_num_(nan=0.0)
-            index[head, rows] = keys.cpu().numpy()
-            weight[head, rows] = quantised.cpu().numpy()
-            rowmax[head, rows] = (1 / total).cpu().numpy()
+            index[head, out] = keys.cpu().numpy()
+            weight[head, out] = quantised.cpu().numpy()
+            rowmax[head, out] = (1 / total).cpu().numpy()
             redo = torch.nonzero(~exact).flatten().cpu().numpy()
             if redo.size:
-                picked = np.arange(rows.start, rows.stop)[redo]
+                picked = np.arange(part.start, part.stop)[redo]
                 weights = compute_rows(stream, position, head, picked)[:, :stop].numpy()
                 i, w, m = top_keys(weights, k, index_dtype=index.dtype)
-                index[head, picked], weight[head, picked], rowmax[head, picked] = i, w, m
+                at = picked - first
+                index[head, at], weight[head, at], rowmax[head, at] = i, w, m
     return index, weight, rowmax
 
 
@@ -179,9 +183,11 @@ def logit_pooled(
 
 
 def layer_top_keys(
-    stream: AttentionStream, position: int, k: int
+    stream: AttentionStream, position: int, k: int, rows: slice | None = None
 ) -> tuple[IndexArray, U8Array, F32Array]:
-    """Top keys of every head of one layer: from the scores when the stream keeps q and k.
+    """Top keys of every head of one layer, of query ``rows`` (all by default).
+
+    From the scores when the stream keeps q and k, else from its weights.
 
     Examples
     --------
@@ -192,8 +198,8 @@ def layer_top_keys(
     [[[1, 0]]]
     """
     if stream.has_weights:
-        return stream_top_keys(stream, position, k)
-    return logit_top_keys(stream, position, k)
+        return stream_top_keys(stream, position, k, rows)
+    return logit_top_keys(stream, position, k, rows)
 
 
 def any_thumbnails(

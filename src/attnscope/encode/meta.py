@@ -20,6 +20,10 @@ THUMB_SIZE = 64
 """Largest side of a model-view thumbnail, in cells."""
 TOP_K = 64
 """Keys kept per query row in a ``top:`` chunk (all keys when there are fewer)."""
+TOP_BLOCK_SCORES = 1 << 18
+"""Most scores of one head in one block of a ``top:`` chunk (:func:`stream_top_block`)."""
+TOP_BLOCK_MIN = 16
+"""Fewest query rows in one block of a ``top:`` chunk, however long the keys."""
 
 STREAM_LABELS = {
     "self": "self-attention",
@@ -94,6 +98,26 @@ def stream_top_k(stream: AttentionStream) -> int:
     return min(stream.k_len, TOP_K)
 
 
+def stream_top_block(stream: AttentionStream) -> int:
+    """Query rows per block of the stream's ``top:`` chunks: ``top:<stream>:<layer>:<first row>``.
+
+    The largest power of two whose rows hold at most :data:`TOP_BLOCK_SCORES`
+    scores of one head (64 rows at 4096 keys), and at least
+    :data:`TOP_BLOCK_MIN`. The head view asks for the blocks of the rows it
+    shows, so a layer switch computes a screenful of rows, not the layer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> q = np.zeros((1, 1, 4096, 8), np.float32)
+    >>> stream_top_block(AttentionStream(queries=q, keys=q))
+    64
+    """
+    rows = TOP_BLOCK_SCORES // max(stream.k_len, 1)
+    return max(TOP_BLOCK_MIN, 1 << (rows.bit_length() - 1)) if rows else TOP_BLOCK_MIN
+
+
 def build_meta(
     trace: AttentionTrace, *, embedded: bool = False, notes: tuple[str, ...] = ()
 ) -> dict[str, Any]:
@@ -122,7 +146,7 @@ def build_meta(
     >>> build_meta(AttentionTrace(["\udc80"], np.ones((1, 1, 1, 1))))["sides"]["source"]["raw"]
     ['�']
     """
-    streams = {name: _stream_meta(name, s) for name, s in trace.streams.items()}
+    streams = {name: _stream_meta(name, s, embedded=embedded) for name, s in trace.streams.items()}
     sides: dict[str, dict[str, Any] | None] = {
         "source": side_json(trace.source),
         "target": None if trace.target is None else side_json(trace.target),
@@ -223,7 +247,7 @@ def _source_name(metadata: Mapping[str, Any]) -> str:
     return SOURCE_WORDS.get(source, source or "attention")
 
 
-def _stream_meta(name: str, stream: AttentionStream) -> dict[str, Any]:
+def _stream_meta(name: str, stream: AttentionStream, *, embedded: bool) -> dict[str, Any]:
     rows, cols = thumb_shape(stream)
     return {
         "label": STREAM_LABELS.get(name, name),
@@ -242,6 +266,8 @@ def _stream_meta(name: str, stream: AttentionStream) -> dict[str, Any]:
         "thumb_rows": rows,
         "thumb_cols": cols,
         "top_k": stream_top_k(stream),
+        # The exported page embeds whole-layer top: chunks and answers nothing else.
+        "top_block": None if embedded else stream_top_block(stream),
         "pseudo_heads": pseudo_heads(stream),
     }
 
