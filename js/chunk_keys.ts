@@ -8,6 +8,9 @@ export const thumbsKey = (stream: string, firstRow?: number): string =>
 /** One layer's strongest keys per query, every head (head view). */
 export const topKey = (stream: string, layer: number): string => `top:${stream}:${layer}`;
 
+/** The same for the block of query rows from `firstRow` on (`_meta.streams[s].top_block` rows, `firstRow` a multiple of it). */
+export const topBlockKey = (stream: string, layer: number, firstRow: number): string => `top:${stream}:${layer}:${firstRow}`;
+
 /** One head at full resolution (model-view preview; the neuron view's recorded weights). */
 export const attnKey = (stream: string, layer: number, head: number): string => `attn:${stream}:${layer}:${head}`;
 

@@ -30,6 +30,8 @@ export interface StreamMeta {
   thumb_rows: number;
   thumb_cols: number;
   top_k: number;
+  /** Query rows per `top:<stream>:<layer>:<first row>` block; null or absent: whole-layer `top:` chunks only (exported pages, comparisons, older pages). */
+  top_block?: number | null;
   /** The pseudo-heads of `pseudo:` chunks, in chunk order ("mean", then "rollout" where it applies). */
   pseudo_heads?: string[];
 }

@@ -4,7 +4,7 @@
 // rows in head_tokens.ts and the toolbar in head_controls.ts; this file wires
 // them to the store and the chunks.
 import { hex, readTheme, type ThemeColors } from "../colors";
-import { pseudoKey, topKey } from "../chunk_keys";
+import { pseudoKey } from "../chunk_keys";
 import { saveButtons } from "../export_image";
 import { canvasPainter } from "../paint/canvas_painter";
 import type { Painter } from "../paint/painter";
@@ -16,6 +16,7 @@ import {
   analyse, analysisControls, displayOf, offeredPseudo, pseudoColor, rowOf, summedRows, sums, tokenOf,
   type Analysed, type Display,
 } from "./head_analysis";
+import { layerRows, tokenRange, type RowRange } from "./head_blocks";
 import { headSwatches, pairFilterSelect } from "./head_controls";
 import {
   collectLines, emptyLines, focusedQuery, headLayout, keyWeights, MAX_LINES, offscreenKeys, ROW, rowMax, topRowsOf,
@@ -53,8 +54,14 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   const st = (): AppState => store.get();
   const stream = () => streamOf(meta, st().stream);
   let pairSelect: HTMLSelectElement | null = null;
-  let chunk: Chunk | null = null;
-  let chunkKey = "";
+  /** The layer's rows, loaded a block at a time where the stream offers blocks. */
+  const top = layerRows(data, () => sched.request());
+  /** Every row the last draw needed was loaded (else its lines, bars and numbers wait). */
+  let ready = false;
+  /** The neighbouring layers were asked for, once this layer's rows were in. */
+  let prefetched = false;
+  /** What the status line says about loading (so other messages are not cleared). */
+  let loadStatus: "loading" | "error" | null = null;
   let hover: Hover = null;
   let lines = emptyLines();
   let theme: ThemeColors = readTheme(root, st().resolved_theme === "dark");
@@ -80,14 +87,15 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   let analysed: { sig: string; value: Analysed } | null = null;
   /** The loaded layer through the analysis switches (recomputed only when one of them, or a chunk, changes). */
   const current = (): Analysed | null => {
-    if (!chunk || chunk.error || !analysing) return null;
+    const rows = ready && analysing ? top.rows() : null;
+    if (!rows) return null;
     const sm = stream(), s = st();
     const withPseudo = s.pseudo_heads.length > 0 && !!pseudo && !pseudo.error;
     const keep = hover ? [] : summed();
-    const sig = [chunk.key, withPseudo ? pseudo?.key : "", s.words, s.hide_special, s.log_scale, keep.join(",")].join("|");
+    const sig = [top.signature(), withPseudo ? pseudo?.key : "", s.words, s.hide_special, s.log_scale, keep.join(",")].join("|");
     if (analysed?.sig !== sig) {
       analysed = { sig, value: analyse({
-        top: topRowsOf(chunk, sm.q_len, sm.top_k), heads: sm.num_heads,
+        top: rows, heads: sm.num_heads,
         pseudo: withPseudo && pseudo ? topRowsOf(pseudo, sm.q_len, sm.top_k) : null, pseudoHeads: offeredPseudo(sm).length,
         display, hide: s.hide_special, log: s.log_scale, keep,
       }) };
@@ -95,9 +103,44 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     return analysed.value;
   };
   const loaded = (): TopRows | null => {
+    if (!ready) return null;
     if (analysing) return current()?.lines ?? null;
-    return chunk && !chunk.error ? topRowsOf(chunk, stream().q_len, stream().top_k) : null;
+    return top.rows();
   };
+  /**
+   * The query rows a draw reads: the rows on screen (with overscan), the
+   * focused query's and the summed queries' (each a word's every piece in
+   * words mode); the view's numbers wait until all of them are loaded.
+   */
+  const neededRows = (g: HeadLayout): RowRange[] => {
+    const Q = stream().q_len, shown = display.sideQ.labels.length, starts = display.startsQ;
+    const ranges: RowRange[] = [];
+    if (g.first < shown) ranges.push(tokenRange(g.first, Math.min(g.last, shown - 1), starts, Q));
+    const focus = [rowOf(display.wordsQ, st().query), hover?.side === "query" ? hover.i : null, ...summed()];
+    for (const r of focus) if (r != null && r >= 0 && r < shown) ranges.push(tokenRange(r, r, starts, Q));
+    return ranges;
+  };
+  /** Ask for the rows `g` needs; say on the status line while they load, or why they cannot. */
+  function loadRows(g: HeadLayout): void {
+    const ranges = neededRows(g);
+    ready = top.need(ranges);
+    const failed = top.error(), s = st();
+    if (failed) {
+      setStatus(status, `Could not load ${failed.key}: ${failed.error}`, "error");
+      loadStatus = "error";
+    } else if (!ready) {
+      setStatus(status, `Loading layer ${stream().layers[s.layer] ?? s.layer}…`);
+      loadStatus = "loading";
+    } else if (loadStatus) {
+      setStatus(status, null);
+      loadStatus = null;
+    }
+    if (ready && !prefetched) {
+      prefetched = true;
+      const next = [s.layer + 1, s.layer - 1].filter((l) => l >= 0 && l < stream().layers.length);
+      top.prefetchLayers(next, ranges);
+    }
+  }
   const shownHeads = (): number[] => [...st().heads.filter((x) => x >= 0 && x < stream().num_heads), ...shownPseudo()];
   const lineHeads = (): number => stream().num_heads + offeredPseudo(stream()).length;
 
@@ -170,6 +213,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     if (!width) return false; // the scheduler tries again next frame, watchResize once it has a width
     const g = layout(width);
     const s = st();
+    loadRows(g);
     viewport.style.height = `${g.height}px`;
     body.style.height = `${g.rows * ROW}px`;
     const extra = (i: number): string => generationClasses(generation, s.step, i);
@@ -194,8 +238,8 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
       c.clearRect(0, 0, g.width, g.height);
       edges = paintCanvasPart(canvasPainter(c, theme.font, dpr), g);
     }
-    const top = loaded(), f = focusedQuery(hover, rowOf(display.wordsQ, s.query));
-    const rm = top && f >= 0 && f < display.sideQ.labels.length ? rowMax(top, shownHeads(), f) : 0;
+    const rows = loaded(), f = focusedQuery(hover, rowOf(display.wordsQ, s.query));
+    const rm = rows && f >= 0 && f < display.sideQ.labels.length ? rowMax(rows, shownHeads(), f) : 0;
     scaleBox.legend.textContent = scaleLegend(scale, f >= 0 ? rm : null);
     // A focused row whose every weight is under 1/255 draws nothing: say so, and offer the row scale.
     faint.show(scale === "weight" && rm > 0 && rm * 255 < 1 ? `All weights of “${display.sideQ.labels[f] ?? f}” are below 1/255 (the largest is ${fmt(rm)}): too faint to draw at this scale.` : null);
@@ -204,33 +248,16 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     view.dataset.scale = scale;
     view.dataset.offscreen = `${edges.above},${edges.below}`;
     view.dataset.drawMs = (performance.now() - t0).toFixed(1);
-    markDrawn(view, !!chunk && !chunk.error);
+    markDrawn(view, ready && !top.error());
     return true;
   }
   const sched = scheduler(draw);
 
   function load(): void {
     const s = st();
-    const key = topKey(s.stream, s.layer);
-    if (key === chunkKey && chunk) return;
-    chunkKey = key;
-    const cached = data.peek(key);
-    chunk = cached ?? null;
-    if (!cached) {
-      setStatus(status, `Loading layer ${streamOf(meta, s.stream).layers[s.layer] ?? s.layer}…`);
-      view.dataset.ready = "false";
-    }
+    top.show(s.stream, s.layer, stream());
+    prefetched = false;
     loadPseudo();
-    data.request([key]).then((m) => {
-      if (chunkKey !== key) return;
-      chunk = m.get(key) ?? { key, arrays: {}, error: "missing" };
-      if (chunk.error) setStatus(status, `Could not load ${key}: ${chunk.error}`, "error");
-      else setStatus(status, null);
-      sched.request();
-      const L2 = streamOf(meta, s.stream).layers.length;
-      const next = [s.layer + 1, s.layer - 1].filter((l) => l >= 0 && l < L2).map((l) => topKey(s.stream, l));
-      if (next.length) void data.request(next);
-    }).catch(() => undefined);
     sched.request();
   }
 

@@ -1,3 +1,4 @@
+import type { Chunk } from "../../js/types";
 import { renderHeadView } from "../../js/views/head";
 import { ctxOf, installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";
@@ -167,5 +168,123 @@ describe("head view", () => {
     expect(svg.match(/<line /g)!.length).toBe(Number(view.dataset.lines));
     expect(svg).toContain("[CLS]");
     expect(created[1]!.type).toBe("image/png");
+  });
+});
+
+describe("head view over rows loaded a block at a time", () => {
+  const N = 200, BLOCK = 16;
+  const opts = { tokens: N, heads: 3, layers: 2, dim: 2, topK: 6, seed: 11 };
+  /** Words of three tokens each, so words straddle blocks of 16 rows. */
+  const withWords = (f: ReturnType<typeof makeFixture>) => {
+    f.meta.sides.source!.words = Array.from({ length: N }, (_, i) => Math.floor(i / 3));
+    f.meta.sides.source!.continues = Array.from({ length: N }, (_, i) => i % 3 !== 0);
+    return f;
+  };
+  /** What a reader sees: lines, edge counts, key bars, legend, status, the canvas calls. */
+  const seen = (view: HTMLElement) => ({
+    lines: view.dataset.lines,
+    offscreen: view.dataset.offscreen,
+    legend: q<HTMLElement>(view, '[data-testid="head-scale"]').textContent,
+    status: q<HTMLElement>(view, ".attnscope-status").textContent,
+    bars: [...view.querySelectorAll<HTMLElement>('[data-side="key"] [data-i]')].map((d) => `${d.dataset.i}:${d.style.boxShadow}`).join(" "),
+    ops: JSON.stringify(ctxOf(q<HTMLCanvasElement>(view, "canvas")).ops.slice(-400)),
+  });
+  /**
+   * The same view over whole-layer chunks and over blocks, as seen once drawn
+   * (after `act`, if given). The blocks' view gets only the first request after
+   * it starts (and after `act`) answered before it is seen, so it is seen with
+   * the blocks a draw needs and none fetched ahead; `release` answers the rest.
+   */
+  async function both(patch = {}, words = false, act?: (view: HTMLElement) => void) {
+    const out = [];
+    for (const topBlock of [undefined, BLOCK]) {
+      const f = makeFixture({ ...opts, topBlock });
+      const ctx = viewContext(words ? withWords(f) : f, patch);
+      let allow = 1;
+      const held: (() => void)[] = [];
+      const data = { peek: ctx.data.peek, request: (keys: string[]) => (allow-- > 0 ? ctx.data.request(keys) : new Promise<Map<string, Chunk>>((r) => { held.push(() => r(ctx.data.request(keys))); })) };
+      renderHeadView({ ...ctx, data });
+      const view = q<HTMLElement>(ctx.root, '[data-testid="head-view"]');
+      await until(() => view.dataset.ready === "true");
+      if (act) {
+        allow = 1;
+        act(view);
+        await until(() => view.dataset.ready === "true");
+      }
+      const canvas = ctxOf(q<HTMLCanvasElement>(view, "canvas"));
+      canvas.reset();
+      ctx.store.set({ theme_rev: 1 }); // one more draw, recorded
+      await until(() => canvas.ops.length > 0);
+      const release = async () => { allow = Infinity; for (const fn of held.splice(0)) fn(); await new Promise((r) => setTimeout(r, 5)); };
+      out.push({ view, ctx, seen: seen(view), release });
+    }
+    return out as [typeof out[0], typeof out[0]];
+  }
+
+  it("asks for the rows on screen only, and draws what the whole-layer chunk draws", async () => {
+    const [whole, blocks] = await both();
+    expect(whole.ctx.requested[0]).toEqual(["top:self:0"]);
+    // 560 px of 18 px rows plus overscan: rows 0..35, blocks 0, 16 and 32.
+    expect(blocks.ctx.requested[0]).toEqual(["top:self:0:0", "top:self:0:16", "top:self:0:32"]);
+    expect(blocks.seen).toEqual(whole.seen);
+    expect(Number(blocks.seen.lines)).toBeGreaterThan(0);
+    await blocks.release();
+    expect(blocks.ctx.requested.flat()).not.toContain("top:self:0");
+    expect(blocks.ctx.requested[1]).toEqual(["top:self:0:48"]); // ahead of scrolling
+    expect(blocks.ctx.requested[2]).toEqual(["top:self:1:0", "top:self:1:16", "top:self:1:32"]); // the next layer's rows
+    expect(seen(blocks.view)).toEqual(blocks.seen); // what arrives ahead changes nothing shown
+  });
+
+  it("a query far down, several summed queries, words and hidden tokens: the same numbers", async () => {
+    for (const [patch, words] of [
+      [{ query: 150 }, false],
+      [{ queries: [3, 170, 171] }, false],
+      [{ query: 159, words: true }, true], // word 53: tokens 159-161, across two blocks
+      [{ queries: [40, 112], words: true, hide_special: true, log_scale: true }, true],
+    ] as const) {
+      const [whole, blocks] = await both(patch, words);
+      expect(blocks.seen).toEqual(whole.seen);
+      expect(blocks.seen.lines).not.toBe("0");
+    }
+  });
+
+  it("scrolling to rows not loaded asks for their blocks and draws them as the whole chunk does", async () => {
+    const scroll = (view: HTMLElement): void => {
+      const vp = q<HTMLElement>(view, '[data-testid="head-viewport"]');
+      vp.scrollTop = 120 * 18;
+      vp.dispatchEvent(new Event("scroll"));
+    };
+    const [whole, blocks] = await both({}, false, scroll);
+    expect(blocks.ctx.requested[1]).toEqual(["top:self:0:112", "top:self:0:128", "top:self:0:144"]);
+    expect(blocks.seen).toEqual(whole.seen);
+  });
+
+  it("while a layer's rows load it shows no lines and no numbers, then the layer", async () => {
+    const f = makeFixture({ ...opts, topBlock: BLOCK });
+    const base = viewContext(f, { query: 5 });
+    let release = (): void => undefined;
+    const gate = new Promise<void>((r) => { release = r; });
+    const held = { ...base, data: { peek: base.data.peek, request: (keys: string[]) => (keys.some((k) => k.startsWith("top:self:1")) ? gate.then(() => base.data.request(keys)) : base.data.request(keys)) } };
+    renderHeadView(held);
+    const view = q<HTMLElement>(held.root, '[data-testid="head-view"]');
+    await until(() => view.dataset.ready === "true");
+    held.store.set({ layer: 1 });
+    await until(() => view.dataset.ready === "false");
+    expect(view.dataset.lines).toBe("0");
+    expect(q<HTMLElement>(view, '[data-testid="head-scale"]').textContent).not.toMatch(/row max =/);
+    expect(q<HTMLElement>(view, ".attnscope-status").textContent).toBe("Loading layer 1…");
+    expect([...view.querySelectorAll<HTMLElement>('[data-side="key"] [data-i]')].every((d) => !d.style.boxShadow)).toBe(true);
+    release();
+    await until(() => view.dataset.ready === "true");
+    expect(Number(view.dataset.lines)).toBeGreaterThan(0);
+    expect(q<HTMLElement>(view, ".attnscope-status").hidden).toBe(true);
+  });
+
+  it("a block that fails says which and why", async () => {
+    const f = makeFixture({ ...opts, topBlock: BLOCK });
+    const ctx = viewContext(f, { layer: 7 });
+    renderHeadView(ctx);
+    await until(() => /Could not load top:self:7:0: no layer 7/.test(ctx.root.textContent ?? ""));
+    expect(ctx.root.querySelector('[role="alert"]')).not.toBeNull();
   });
 });

@@ -14,6 +14,8 @@ export interface FixtureOptions {
   topK?: number;
   /** A trace of a generation: the last this many tokens were generated (`_meta.generation`). */
   generated?: number;
+  /** Announce `top_block` (rows per `top:<stream>:<layer>:<first row>` block) and serve such blocks. */
+  topBlock?: number;
 }
 
 export interface WireArray { name: string; dtype: "u8" | "u16" | "u32" | "f32"; shape: number[]; bytes: Uint8Array }
@@ -83,6 +85,7 @@ export function makeFixture(o: FixtureOptions = {}): Fixture {
     q_len: sd.Q, k_len: sd.K, head_dim: o.dim === null ? null : D,
     has_bias: !!o.bias, has_mask: false, has_softcap: false, has_sinks: false,
     thumb_rows: sd.Q, thumb_cols: sd.K, top_k: Math.min(o.topK ?? sd.K, sd.K),
+    ...(o.topBlock ? { top_block: o.topBlock } : {}),
   });
   const meta: Meta = {
     protocol: 1,
@@ -98,8 +101,27 @@ export function makeFixture(o: FixtureOptions = {}): Fixture {
     generation: o.generated ? { stream: "self", prompt_length: N - o.generated, generated: o.generated, thumb_rows: o.generated, thumb_cols: N } : null,
   };
 
+  /** A block of a `top:` chunk: its arrays' rows `first ..` (`top_block` of them), as Python cuts them. */
+  function topBlock(key: string, first: number): { key: string; arrays?: WireArray[]; error?: string } {
+    const p = key.split(":");
+    const whole = chunk(p.slice(0, 3).join(":"));
+    if (whole.error || !o.topBlock) return { key, error: whole.error ?? "this fixture serves no blocks" };
+    if (first % o.topBlock) return { key, error: `first row ${first} does not start a block` };
+    const Q = (streams[p[1] ?? ""] as StreamData).Q;
+    if (!(first < Q)) return { key, error: `first row ${first} is out of range` };
+    const R = Math.min(o.topBlock, Q - first);
+    return { key, arrays: (whole.arrays ?? []).map((a) => {
+      const [H, , T = 1] = a.shape as [number, number, number?];
+      const size = a.bytes.byteLength / (H * Q * T);
+      const bytes = new Uint8Array(H * R * T * size);
+      for (let h = 0; h < H; h++) bytes.set(a.bytes.subarray(((h * Q + first) * T) * size, ((h * Q + first + R) * T) * size), h * R * T * size);
+      return { ...a, shape: a.shape.length === 3 ? [H, R, T] : [H, R], bytes };
+    }) };
+  }
+
   function chunk(key: string): { key: string; arrays?: WireArray[]; error?: string } {
     const p = key.split(":");
+    if (p[0] === "top" && p.length === 4) return topBlock(key, Number(p[3]));
     const l = Number(p[2]), h = Number(p[3]);
     const sd = streams[p[1] ?? ""];
     if (!sd) return { key, error: "unknown stream" };
