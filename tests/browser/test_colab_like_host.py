@@ -88,6 +88,19 @@ def initial_state(widget: AttentionWidget) -> dict[str, Any]:
     return {k: v for k, v in state.items() if not k.startswith(("_model", "_view", "_esm", "_css"))}
 
 
+def notebook_files(notebook: str, states: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """The notebook page, its output frame, the bundle and each output's state, by name."""
+    files = {
+        "notebook.html": (notebook, "text/html"),
+        "output.html": (OUTPUT, "text/html"),
+        "widget.js": (static_file("widget.js").read_text(), "text/javascript"),
+        "widget.css": (static_file("widget.css").read_text(), "text/css"),
+    }
+    for i, state in enumerate(states):
+        files[f"state-{i}.json"] = (json.dumps(state), "application/json")
+    return files
+
+
 def serve(page: Any, files: dict[str, tuple[str, str]]) -> None:
     def handle(route: Any) -> None:
         name = route.request.url.removeprefix(ORIGIN + "/").split("?")[0]
@@ -120,15 +133,7 @@ def test_one_iframe_per_output_uint8_buffers_and_json_state(page: Any) -> None:
 
     page.expose_binding("colabSend", colab_send)
     page.expose_binding("colabSave", colab_save)
-    files = {
-        "notebook.html": (NOTEBOOK, "text/html"),
-        "output.html": (OUTPUT, "text/html"),
-        "widget.js": (static_file("widget.js").read_text(), "text/javascript"),
-        "widget.css": (static_file("widget.css").read_text(), "text/css"),
-    }
-    for i, w in enumerate(widgets):
-        files[f"state-{i}.json"] = (json.dumps(initial_state(w)), "application/json")
-    serve(page, files)
+    serve(page, notebook_files(NOTEBOOK, [initial_state(w) for w in widgets]))
     page.goto(f"{ORIGIN}/notebook.html")
 
     head = page.frame_locator("#out0")
