@@ -168,11 +168,17 @@ def widget_cell(widget: dict[str, Any] | None) -> str:
         return ""
     switch = widget["switch_s"]
     median = statistics.median(switch) if switch else None
+    whole = ""
+    if "whole_layer_s" in widget:  # runs before the head view asked for blocks had none
+        whole = (
+            f"; whole-layer top: chunk (exported page) {seconds(widget['whole_layer_s'])} "
+            f"({human_bytes(widget['whole_layer_bytes'])})"
+        )
     return (
         f"first head-view chunk {seconds(widget['first_head_s'])} "
         f"({human_bytes(widget['first_head_bytes'])}); uncached layer switch "
-        f"{seconds(median)} median of {len(switch)}; thumbnails {seconds(widget['thumbs_s'])} "
-        f"({human_bytes(widget['thumbs_bytes'])})"
+        f"{seconds(median)} median of {len(switch)}{whole}; thumbnails "
+        f"{seconds(widget['thumbs_s'])} ({human_bytes(widget['thumbs_bytes'])})"
     )
 
 

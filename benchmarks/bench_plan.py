@@ -113,6 +113,8 @@ def long_goals(goals: Goals, results: list[CaseResult]) -> None:
         widget = switch.worker.get("widget")
         median = statistics.median(widget["switch_s"]) if widget else None
         first = f"; first head-view chunk {widget['first_head_s']:.3f} s" if widget else ""
+        if widget and "switch_keys" in widget:
+            first += f"; each switch asks for {', '.join(widget['switch_keys'])} (layer 1's keys)"
         goals.add(
             Goal(
                 "4096 tokens, live widget: uncached layer switch ≤ 200 ms of Python",

@@ -97,12 +97,33 @@ def trace_bytes(trace: Any) -> int:
     return sum(int(stream.nbytes) for stream in trace.streams.values())
 
 
+def head_view_keys(widget: Any, name: str, position: int, *, at_end: bool) -> list[str]:
+    """The ``top:`` keys the head view asks for when it shows layer ``position``.
+
+    The view asks for the blocks of the rows it draws (about 40: a screenful
+    plus overscan, js/views/head_lines.ts): at the top of the layer the first
+    block; ``at_end``, the worst case, the two last blocks (the dearest pair:
+    under a causal mask the last rows see every key). A layer of one block is
+    asked for whole.
+    """
+    stream = widget._meta["streams"][name]
+    block, q_len = stream.get("top_block") or 0, stream["q_len"]
+    if not 0 < block < q_len:
+        return [f"top:{name}:{position}"]
+    last = (q_len - 1) // block * block
+    firsts = sorted({max(last - block, 0), last}) if at_end else [0]
+    return [f"top:{name}:{position}:{first}" for first in firsts]
+
+
 def widget_times(trace: Any, switches: int) -> dict[str, Any]:
     """Python seconds and bytes of the live widget's answers, each chunk asked for once.
 
-    The head view's first request (``top`` keys of the layer shown), then
-    ``switches`` uncached layer switches (each a layer not asked for before),
-    then the model view's thumbnails of every captured layer.
+    The head view's first request (the blocks of its first rows, at the top
+    of the layer shown), then ``switches`` uncached layer switches (each a
+    layer not asked for before, with the view scrolled to its dearest rows:
+    :func:`head_view_keys`), then one whole-layer ``top:`` chunk (what the
+    exported page embeds per layer), then the model view's thumbnails of
+    every captured layer.
     """
     import attnscope
 
@@ -112,22 +133,30 @@ def widget_times(trace: Any, switches: int) -> dict[str, Any]:
     name = next(iter(trace.streams))
     layers = trace.streams[name].num_layers
 
-    def ask(key: str) -> tuple[float, int]:
+    def ask(keys: list[str]) -> tuple[float, int]:
         start = time.perf_counter()
-        replies = widget.answer({"type": "request", "keys": [key]})
+        replies = widget.answer({"type": "request", "keys": keys})
         seconds = time.perf_counter() - start
+        errors = [c["error"] for content, _ in replies for c in content["chunks"] if "error" in c]
+        if errors:
+            raise RuntimeError(f"the widget could not answer {keys}: {errors}")
         sent = sum(len(repr(c)) + sum(memoryview(b).nbytes for b in bufs) for c, bufs in replies)
         return seconds, sent
 
-    first_s, first_bytes = ask(f"top:{name}:0")
-    switch = [ask(f"top:{name}:{p}") for p in range(1, min(switches, layers - 1) + 1)]
-    thumbs_s, thumbs_bytes = ask(f"thumbs:{name}")
+    first_s, first_bytes = ask(head_view_keys(widget, name, 0, at_end=False))
+    positions = range(1, min(switches, layers - 1) + 1)
+    switch = [ask(head_view_keys(widget, name, p, at_end=True)) for p in positions]
+    whole_s, whole_bytes = ask([f"top:{name}:{layers - 1}"])
+    thumbs_s, thumbs_bytes = ask([f"thumbs:{name}"])
     return {
         "widget_s": made,
         "first_head_s": first_s,
         "first_head_bytes": first_bytes,
+        "switch_keys": head_view_keys(widget, name, 1, at_end=True),
         "switch_s": [s for s, _ in switch],
         "switch_bytes": [b for _, b in switch],
+        "whole_layer_s": whole_s,
+        "whole_layer_bytes": whole_bytes,
         "thumbs_s": thumbs_s,
         "thumbs_bytes": thumbs_bytes,
     }
