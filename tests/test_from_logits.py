@@ -12,6 +12,7 @@ from attnscope import AttentionStream
 from attnscope.encode.arrays import stream_thumbnails, stream_top_keys
 from attnscope.encode.from_logits import any_thumbnails, logit_top_keys
 from attnscope.trace import rows as rows_module
+from attnscope.trace.rows import logit_heads, logit_rows
 
 N = 160
 
@@ -65,6 +66,18 @@ def test_top_keys_from_scores_equal_those_of_the_weights(
         decoded = weight / 255 * rowmax[..., None]
         chosen = np.take_along_axis(stream.attention[position], index.astype(np.intp), axis=-1)
         assert np.abs(decoded - chosen).max() <= rowmax.max() / 510 + 1e-6
+
+
+@pytest.mark.parametrize("kind", ["plain", "causal", "window_padded", "bias_softcap_sinks"])
+def test_every_head_at_once_scores_as_each_head_alone(kind: str) -> None:
+    stream = _stream(kind)  # 4 query heads over 2 key heads
+    for rows, stop in ((slice(0, N), N), (slice(50, 90), 95), (slice(150, 151), 3)):
+        together = logit_heads(stream, 1, rows, stop)
+        alone = torch.stack([logit_rows(stream, 1, h, rows, stop) for h in range(4)])
+        assert together.shape == alone.shape == (4, rows.stop - rows.start, stop)
+        assert torch.equal(together.isinf(), alone.isinf())
+        finite = alone.isfinite()
+        torch.testing.assert_close(together[finite], alone[finite], rtol=1e-6, atol=1e-6)
 
 
 def test_ties_keep_the_lower_key_first() -> None:

@@ -57,17 +57,26 @@ def test_each_block_equals_its_rows_of_the_whole_layer_chunk(
 
 
 @pytest.mark.usefixtures("blocks_of_64")
-def test_a_block_reads_only_its_own_rows(monkeypatch: Any) -> None:
-    trace = _trace("causal")
+@pytest.mark.parametrize("kind", ["causal", "ties"])  # ties: rows redone from their weights
+def test_a_block_reads_only_its_own_rows(kind: str, monkeypatch: Any) -> None:
+    trace = _trace(kind)
     asked: list[tuple[int, int]] = []
-    real = rows_module.logit_rows
 
-    def logged(stream: Any, position: int, head: int, rows: Any, stop: Any = None) -> Any:
-        picked = np.arange(N)[rows]
-        asked.append((int(picked.min()), int(picked.max())))
-        return real(stream, position, head, rows, stop)
+    def logging(name: str) -> Any:
+        real = getattr(rows_module, name)
 
-    monkeypatch.setattr("attnscope.encode.from_logits.logit_rows", logged)
+        def logged(stream: Any, position: int, *args: Any) -> Any:
+            picked = np.arange(N)[args[-2] if name == "logit_heads" else args[1]]
+            asked.append((int(picked.min()), int(picked.max())))
+            return real(stream, position, *args)
+
+        return logged
+
+    for name in ("logit_heads", "compute_rows"):
+        monkeypatch.setattr(f"attnscope.encode.from_logits.{name}", logging(name))
+    encode_chunk(trace, parse_key("top:self:1:0", trace))
+    assert len(asked) > 1  # the scores, then rows redone (fewer visible keys than k)
+    asked.clear()
     encode_chunk(trace, parse_key("top:self:1:64", trace))
     assert asked
     assert all(low >= 64 and high < 128 for low, high in asked)

@@ -4,8 +4,9 @@ Softmax keeps the order of the scores and ``w_i / max(w) = exp(s_i - max(s))``,
 so a ``top:`` chunk needs, per query row, only the strongest scores, the row's
 largest score and the softmax normaliser: no weight of the row is formed. A
 thumbnail cell is ``exp(max(s over its keys) - logsumexp(s))``. Scores come a
-block of query rows of one head at a time
-(:func:`~attnscope.trace.rows.logit_rows`), never more than
+block of query rows at a time, of one head for thumbnails
+(:func:`~attnscope.trace.rows.logit_rows`) and of every head for top keys
+(:func:`~attnscope.trace.rows.logit_heads`), never more than
 :data:`~attnscope.trace.rows.BLOCK_VALUES` of them, cut where a causal or
 windowed mask hides every key after a point (half the work of a causal head),
 on the stream's device.
@@ -34,7 +35,14 @@ from attnscope.encode.arrays import (
     stream_top_keys,
     top_keys,
 )
-from attnscope.trace.rows import block_rows, compute_rows, logit_rows, sink_logit, visible_stop
+from attnscope.trace.rows import (
+    block_rows,
+    compute_rows,
+    logit_heads,
+    logit_rows,
+    sink_logit,
+    visible_stop,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -47,8 +55,13 @@ THUMB_SCORES = 1 << 27
 """Most scores a stream's thumbnails compute by default (fewer queries sampled past it)."""
 
 
-def _normaliser(scores: torch.Tensor, top: torch.Tensor, sink: float | None) -> torch.Tensor:
-    """``sum(exp(s - max(s)))`` of each row (the sink's term included): ``1 / max weight``."""
+def _normaliser(
+    scores: torch.Tensor, top: torch.Tensor, sink: float | torch.Tensor | None
+) -> torch.Tensor:
+    """``sum(exp(s - max(s)))`` of each row (the sink's term included): ``1 / max weight``.
+
+    ``sink`` is one logit for every row, or a tensor of one per row.
+    """
     import torch
 
     total = (scores - top[:, None]).exp_().sum(dim=1)
@@ -92,32 +105,37 @@ def logit_top_keys(
     import torch
 
     first, last = (0, stream.q_len) if rows is None else rows.indices(stream.q_len)[:2]
-    shape = (stream.num_heads, max(last - first, 0), k)
+    heads = stream.num_heads
+    shape = (heads, max(last - first, 0), k)
     index = np.empty(shape, np.uint16 if stream.k_len < U16_LIMIT else np.uint32)
     weight = np.empty(shape, np.uint8)
     rowmax = np.empty(shape[:2], np.float32)
-    step = block_rows(stream.k_len)
-    for head in range(stream.num_heads):
-        sink = sink_logit(stream, position, head)
-        for start in range(first, last, step):
-            part = slice(start, min(start + step, last))
-            out = slice(part.start - first, part.stop - first)
-            stop = min(stream.k_len, max(visible_stop(stream, position, part), k + 1))
-            scores = logit_rows(stream, position, head, part, stop)
-            values, keys, exact = _strongest(scores, k)
-            top = values[:, 0]
-            total = _normaliser(scores, top, sink)
-            quantised = torch.round((values - top[:, None]).exp_() * 255).nan_to_num_(nan=0.0)
-            index[head, out] = keys.cpu().numpy()
-            weight[head, out] = quantised.cpu().numpy()
-            rowmax[head, out] = (1 / total).cpu().numpy()
-            redo = torch.nonzero(~exact).flatten().cpu().numpy()
-            if redo.size:
-                picked = np.arange(part.start, part.stop)[redo]
-                weights = compute_rows(stream, position, head, picked)[:, :stop].numpy()
-                i, w, m = top_keys(weights, k, index_dtype=index.dtype)
-                at = picked - first
-                index[head, at], weight[head, at], rowmax[head, at] = i, w, m
+    sinks = None
+    if stream.sinks is not None:
+        logits = [sink_logit(stream, position, head) for head in range(heads)]
+        sinks = torch.tensor(logits, dtype=torch.float32, device=stream.device)
+    # Every head of a block of rows at once: few large operations (a block of a
+    # screenful of rows is what a layer switch in the head view computes).
+    step = max(1, block_rows(stream.k_len) // heads)
+    for start in range(first, last, step):
+        part = slice(start, min(start + step, last))
+        n, out = part.stop - part.start, slice(part.start - first, part.stop - first)
+        stop = min(stream.k_len, max(visible_stop(stream, position, part), k + 1))
+        scores = logit_heads(stream, position, part, stop).reshape(heads * n, stop)
+        values, keys, exact = _strongest(scores, k)
+        top = values[:, 0]
+        total = _normaliser(scores, top, None if sinks is None else sinks.repeat_interleave(n))
+        quantised = torch.round((values - top[:, None]).exp_() * 255).nan_to_num_(nan=0.0)
+        index[:, out] = keys.reshape(heads, n, k).cpu().numpy()
+        weight[:, out] = quantised.reshape(heads, n, k).cpu().numpy()
+        rowmax[:, out] = (1 / total).reshape(heads, n).cpu().numpy()
+        redo = torch.nonzero(~exact).flatten().cpu().numpy()
+        for head in np.unique(redo // n):
+            picked = part.start + redo[redo // n == head] % n
+            weights = compute_rows(stream, position, int(head), picked)[:, :stop].numpy()
+            i, w, m = top_keys(weights, k, index_dtype=index.dtype)
+            at = picked - first
+            index[head, at], weight[head, at], rowmax[head, at] = i, w, m
     return index, weight, rowmax
 
 

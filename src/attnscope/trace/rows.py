@@ -12,7 +12,7 @@ no key gets a row of zeros).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -69,32 +69,41 @@ def _term(array: np.ndarray[Any, Any], position: int, head: int, rows: Rows) -> 
     return _tensor(part)
 
 
+def _heads_term(array: np.ndarray[Any, Any], position: int, rows: slice) -> Any:
+    """The ``(heads or 1, rows or 1, k)`` part of a term broadcastable to ``(L, H, Q, K)``."""
+    part = array[position if array.shape[0] > 1 else 0]
+    if part.shape[1] > 1:
+        part = part[:, rows]
+    return _tensor(part)
+
+
 def _hide_outside_spans(
     scores: torch.Tensor, spans: np.ndarray[Any, Any], position: int, rows: Rows
 ) -> None:
     """Set ``-inf`` where a key lies outside its query's span, touching only columns that can.
 
-    Keys before every span's start and after every span's stop are filled
-    whole; the comparison runs only over the columns in between (under a
-    causal mask, one block's width instead of the whole row).
+    ``scores`` is ``(..., len(rows), keys)``: any leading axes (heads) share
+    the rows' spans. Keys before every span's start and after every span's
+    stop are filled whole; the comparison runs only over the columns in
+    between (under a causal mask, one block's width instead of the whole row).
     """
     import torch
 
     layer = spans[position if spans.shape[0] > 1 else 0]
     part = _tensor(layer[rows]).to(scores.device)
-    width = scores.shape[1]
+    width = scores.shape[-1]
     low = min(int(part[:, 0].min()), width) if part.numel() else 0
     high = min(int(part[:, 0].max()), width) if part.numel() else 0
-    scores[:, :low] = -torch.inf
+    scores[..., :low] = -torch.inf
     if high > low:
         keys = torch.arange(low, high, dtype=torch.int32, device=scores.device)
-        scores[:, low:high].masked_fill_(keys < part[:, :1], -torch.inf)
+        scores[..., low:high].masked_fill_(keys < part[:, :1], -torch.inf)
     first = max(min(int(part[:, 1].min()), width), 0) if part.numel() else width
     last = min(int(part[:, 1].max()), width) if part.numel() else width
-    scores[:, last:] = -torch.inf
+    scores[..., last:] = -torch.inf
     if last > first:
         keys = torch.arange(first, last, dtype=torch.int32, device=scores.device)
-        scores[:, first:last].masked_fill_(keys >= part[:, 1:], -torch.inf)
+        scores[..., first:last].masked_fill_(keys >= part[:, 1:], -torch.inf)
 
 
 def visible_stop(stream: AttentionStream, position: int, rows: Rows) -> int:
@@ -138,27 +147,83 @@ def logit_rows(
     >>> logit_rows(s, 0, 0, slice(0, 2)).tolist()
     [[2.0, -inf], [2.0, 2.0]]
     """
-    import torch
+    queries, keys = _qk(stream)
+    stop = stream.k_len if stop is None else stop
+    q = _tensor(queries[position, head, rows]).to(stream.device)
+    k = _tensor(keys[position, stream.kv_head(head), :stop]).to(stream.device)
+    return _eager_terms(
+        q @ k.T, stream, position, rows, lambda term: _term(term, position, head, rows)
+    )
 
+
+def _qk(stream: AttentionStream) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     if stream.queries is None or stream.keys is None or stream.scaling is None:
         raise ValueError(f"stream {stream.name!r} has neither weights nor q/k to compute from.")
-    stop = stream.k_len if stop is None else stop
-    device = stream.device
-    q = _tensor(stream.queries[position, head, rows]).to(device)
-    k = _tensor(stream.keys[position, stream.kv_head(head), :stop]).to(device)
-    scores = q @ k.T
+    return stream.queries, stream.keys
+
+
+def _eager_terms(
+    scores: torch.Tensor,
+    stream: AttentionStream,
+    position: int,
+    rows: Rows,
+    part: Callable[[np.ndarray[Any, Any]], torch.Tensor],
+) -> torch.Tensor:
+    """``q · kᵀ`` scores made eager attention's: scaled, biased, soft-capped and masked.
+
+    ``part(term)`` is the piece of a bias or mask term that broadcasts
+    against ``scores`` (``(..., len(rows), keys)``).
+    """
+    import torch
+
+    stop, device = scores.shape[-1], scores.device
+    assert stream.scaling is not None
     scores *= float(stream.scaling[position])
     if stream.bias is not None:
-        scores += _term(stream.bias, position, head, rows)[:, :stop].to(device)
+        scores += part(stream.bias)[..., :stop].to(device)
     if stream.softcap is not None and stream.softcap[position] > 0:
         cap = float(stream.softcap[position])
         scores = torch.tanh(scores / cap) * cap
     if stream.mask is not None:
-        hidden = _term(stream.mask, position, head, rows)[:, :stop]
-        scores.masked_fill_(hidden.to(device), -torch.inf)
+        scores.masked_fill_(part(stream.mask)[..., :stop].to(device), -torch.inf)
     if stream.key_spans is not None:
         _hide_outside_spans(scores, stream.key_spans, position, rows)
     return scores
+
+
+def logit_heads(
+    stream: AttentionStream, position: int, rows: slice, stop: int | None = None
+) -> torch.Tensor:
+    """:func:`logit_rows` of every head at once: float32 ``(heads, len(rows), stop)``.
+
+    One batched product over the heads (each query head with its key head),
+    so a block of a few rows costs a few large operations, not a few per head.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> q = np.array([[[[1.0], [0.0]], [[2.0], [1.0]]]], np.float32)  # two query heads
+    >>> k = np.array([[[[1.0], [3.0]]]], np.float32)  # one key head for both
+    >>> logit_heads(AttentionStream(queries=q, keys=k), 0, slice(0, 2)).tolist()
+    [[[1.0, 3.0], [0.0, 0.0]], [[2.0, 6.0], [1.0, 3.0]]]
+    """
+    import torch
+
+    queries, keys = _qk(stream)
+    stop = stream.k_len if stop is None else stop
+    q = _tensor(queries[position, :, rows]).to(stream.device)
+    k = _tensor(keys[position, :, :stop]).to(stream.device)
+    if stream.num_kv_heads != stream.num_heads:
+        kv = [stream.kv_head(h) for h in range(stream.num_heads)]
+        k = k.index_select(0, torch.tensor(kv, device=k.device))
+    return _eager_terms(
+        q @ k.transpose(1, 2),
+        stream,
+        position,
+        rows,
+        lambda term: _heads_term(term, position, rows),
+    )
 
 
 def sink_logit(stream: AttentionStream, position: int, head: int) -> float | None:
