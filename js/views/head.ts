@@ -227,7 +227,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     steps?.sync();
     analysis.sync();
     const note = summedStatus();
-    if (note || view.dataset.summed) setStatus(status, note);
+    if (note || (view.dataset.summed && !loadStatus)) setStatus(status, note); // a loading or error line stays
     if (note) view.dataset.summed = String(group.length);
     else delete view.dataset.summed;
     if (pairSelect) pairSelect.value = s.pair_filter;

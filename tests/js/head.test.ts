@@ -259,9 +259,9 @@ describe("head view over rows loaded a block at a time", () => {
     expect(blocks.seen).toEqual(whole.seen);
   });
 
-  it("while a layer's rows load it shows no lines and no numbers, then the layer", async () => {
+  it("while a layer's rows load it shows no lines and no numbers and says so, then the layer", async () => {
     const f = makeFixture({ ...opts, topBlock: BLOCK });
-    const base = viewContext(f, { query: 5 });
+    const base = viewContext(f, { query: 5, queries: [3, 5] });
     let release = (): void => undefined;
     const gate = new Promise<void>((r) => { release = r; });
     const held = { ...base, data: { peek: base.data.peek, request: (keys: string[]) => (keys.some((k) => k.startsWith("top:self:1")) ? gate.then(() => base.data.request(keys)) : base.data.request(keys)) } };
@@ -277,7 +277,7 @@ describe("head view over rows loaded a block at a time", () => {
     release();
     await until(() => view.dataset.ready === "true");
     expect(Number(view.dataset.lines)).toBeGreaterThan(0);
-    expect(q<HTMLElement>(view, ".attnscope-status").hidden).toBe(true);
+    expect(q<HTMLElement>(view, ".attnscope-status").textContent).toMatch(/^Summed attention of 2 queries/);
   });
 
   it("a block that fails says which and why", async () => {
