@@ -97,12 +97,18 @@ def trace_bytes(trace: Any) -> int:
     return sum(int(stream.nbytes) for stream in trace.streams.values())
 
 
+# Query rows one head-view draw reads at most: a screenful of 18 px rows in its 560 px
+# viewport, partly shown rows at both edges, and 4 rows of overscan each side
+# (ROW, MAX_VIEW_H and OVERSCAN in js/views/head_lines.ts).
+HEAD_VIEW_ROWS = 560 // 18 + 3 + 2 * 4
+
+
 def head_view_keys(widget: Any, name: str, position: int, *, at_end: bool) -> list[str]:
     """The ``top:`` keys the head view asks for when it shows layer ``position``.
 
-    The view asks for the blocks of the rows it draws (about 40: a screenful
-    plus overscan, js/views/head_lines.ts): at the top of the layer the first
-    block; ``at_end``, the worst case, the two last blocks (the dearest pair:
+    The view asks for the blocks of the rows it draws (:data:`HEAD_VIEW_ROWS`
+    at most): at the top of the layer the first blocks; ``at_end``, the worst
+    case, the last blocks, as many as those rows can straddle (the dearest:
     under a causal mask the last rows see every key). A layer of one block is
     asked for whole.
     """
@@ -110,9 +116,10 @@ def head_view_keys(widget: Any, name: str, position: int, *, at_end: bool) -> li
     block, q_len = stream.get("top_block") or 0, stream["q_len"]
     if not 0 < block < q_len:
         return [f"top:{name}:{position}"]
-    last = (q_len - 1) // block * block
-    firsts = sorted({max(last - block, 0), last}) if at_end else [0]
-    return [f"top:{name}:{position}:{first}" for first in firsts]
+    firsts = list(range(0, q_len, block))
+    count = (HEAD_VIEW_ROWS - 2) // block + 2 if at_end else -(-HEAD_VIEW_ROWS // block)
+    chosen = firsts[-count:] if at_end else firsts[:count]
+    return [f"top:{name}:{position}:{first}" for first in chosen]
 
 
 def widget_times(trace: Any, switches: int) -> dict[str, Any]:
