@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_kit import wait_for_next_draw, wait_for_widget
+from browser_kit import draw_count, wait_for_next_draw, wait_for_widget
 from hostile_kit import FOREIGN, READING_ORDER, RECORDER, ROWS
 from jupyter_driver import JupyterPage, write_notebook
 from jupyter_server_process import JupyterServer
@@ -67,7 +67,11 @@ def test_hostile_widget_in_jupyterlab(lab: JupyterPage, notebook: str) -> None:
     # A click on a token whose label holds bidi controls reaches Python.
     first_bidi = next(i for i, t in enumerate(HOSTILE) if any(c in BIDI_CONTROLS for c in t))
     viewport = output.locator('[data-testid="head-viewport"]')
+    # Rows are recycled as the view scrolls: find the token only once the scrolled view has
+    # drawn, or the locator can catch a row about to show another token.
+    before = draw_count(output, HEAD_VIEW)
     viewport.evaluate(f"v => {{ v.scrollTop = {first_bidi * 18}; }}")
+    wait_for_next_draw(output, before, root=HEAD_VIEW)
     token = output.locator(
         f'.attnscope-hv-col[data-side="query"] [data-i="{first_bidi}"]:not([hidden])'
     )
