@@ -55,7 +55,10 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
     if (!sm || (kind !== "top" && kind !== "attn")) return null;
     const heads = kind === "attn" ? [Number(head)] : Array.from({ length: sm.num_heads }, (_, h) => h);
     const sources = heads.map((h) => `qk:${stream}:${layer}:${h}`);
-    if (!sources.every((k) => chunks[k] && !chunks[k].error)) return null;
+    // Only a page written to derive (its qk: chunks carry the row maxima) computes them: on a
+    // long input's page a left-out attn: stays left out (at 32768 tokens it is 2^30 weights).
+    const derives = (k: string): boolean => !!chunks[k]?.arrays?.some((a) => a.name === "rowmax");
+    if (!sources.every((k) => derives(k) && !chunks[k]?.error)) return null;
     return Promise.all(sources.map(decode)).then((qks) => {
       const bad = qks.find((c) => c.error);
       if (bad) return { key, arrays: {}, error: `${bad.key}: ${bad.error ?? ""}` };

@@ -130,9 +130,11 @@ describe("page host", () => {
   }
 
   const meta = { streams: { self: { num_heads: 2, top_k: 2, q_len: 3, k_len: 4 } } };
+  /** A qk: chunk as a page that derives writes it: with each row's largest weight. */
+  const withRowmax = (c: Chunk): Chunk => ({ ...c, arrays: { ...c.arrays, rowmax: f32([3], [0, 1, 2].map((i) => Math.max(...expected(c, i)))) } });
 
   it("computes a left-out top: chunk from every head's qk: chunk, and attn: from its head's", async () => {
-    const heads = [qkChunk({ seed: 1 }), qkChunk({ seed: 3 })];
+    const heads = [withRowmax(qkChunk({ seed: 1 })), withRowmax(qkChunk({ seed: 3 }))];
     const host = createPageHost({ _meta: meta }, { "qk:self:0:0": await embed(heads[0]!), "qk:self:0:1": await embed(heads[1]!) });
     const top = await ask(host, "top:self:0");
     expect(top.error).toBeUndefined();
@@ -143,8 +145,15 @@ describe("page host", () => {
     expect(attn.error).toBeUndefined();
   });
 
+  it("computes nothing from a page that was not written to derive (its q/k carry no row maxima)", async () => {
+    const plain = qkChunk();
+    const host = createPageHost({ _meta: { streams: { self: { num_heads: 1, top_k: 2 } } } }, { "qk:self:0:0": await embed(plain) });
+    expect((await ask(host, "attn:self:0:0")).error).toMatch(/not included/);
+    expect((await ask(host, "top:self:0")).error).toMatch(/not included/);
+  });
+
   it("says a chunk was left out when the qk: chunks it needs are not all there", async () => {
-    const host = createPageHost({ _meta: meta }, { "qk:self:0:0": await embed(qkChunk()) });
+    const host = createPageHost({ _meta: meta }, { "qk:self:0:0": await embed(withRowmax(qkChunk())) });
     expect((await ask(host, "top:self:0")).error).toMatch(/not included in this exported page/);
     expect((await ask(host, "attn:self:1:0")).error).toMatch(/not included/);
   });
