@@ -36,10 +36,13 @@ def blocks_of_64(monkeypatch: Any) -> None:
     "kind", ["plain", "causal", "window_padded", "bias_softcap_sinks", "ties", "weights"]
 )
 @pytest.mark.parametrize("top_k", [5, N])  # N: every key kept, weights in key order
+@pytest.mark.parametrize("step", [None, 24])  # 24 rows of 4 heads a product: blocks of 64 split
 def test_each_block_equals_its_rows_of_the_whole_layer_chunk(
-    kind: str, top_k: int, monkeypatch: Any
+    kind: str, top_k: int, step: int | None, monkeypatch: Any
 ) -> None:
     monkeypatch.setattr(meta_module, "TOP_K", top_k)
+    if step is not None:
+        monkeypatch.setattr(rows_module, "BLOCK_VALUES", step * 4 * N)
     trace = _trace(kind)
     stream = trace.stream
     assert stream_top_block(stream) == BLOCK

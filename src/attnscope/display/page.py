@@ -160,7 +160,12 @@ def _embed(
     """Pack ``keys`` in order until ``max_bytes``; also says whether every key fit."""
     # A page that derives every top: chunk has none to cut (and would encode a pseudo: twice).
     has_top = any(k.startswith("top:") for k in keys)
-    slots = _head_slots(trace, keys, encode, max_bytes, half) if has_top and not compared else None
+    made: dict[str, list[NamedArray]] = {}  # the chunk the estimate encoded, not encoded twice
+    slots = (
+        _head_slots(trace, keys, encode, max_bytes, half, made=made)
+        if has_top and not compared
+        else None
+    )
     packed: dict[str, Any] = {}
     left_out: list[str] = []
     used = 0
@@ -171,7 +176,7 @@ def _embed(
                 arrays = compared.encode(key)
             else:
                 parsed = parse_key(key, trace)
-                arrays = encode(trace, parsed)
+                arrays = made.pop(key) if key in made else encode(trace, parsed)
                 if parsed.kind == "qk" and parsed.stream in derived:
                     arrays = [*arrays, ("rowmax", _row_maxima(trace, parsed, rowmax))]
             if slots is not None and key.startswith(("top:", "pseudo:")):
@@ -220,19 +225,26 @@ def _slots_of(trace: AttentionTrace, keys: list[str]) -> int:
 
 
 def _head_slots(
-    trace: AttentionTrace, keys: list[str], encode: Encoder, max_bytes: float, half: Any
+    trace: AttentionTrace,
+    keys: list[str],
+    encode: Encoder,
+    max_bytes: float,
+    half: Any,
+    *,
+    made: dict[str, list[NamedArray]],
 ) -> int | None:
     """Keys per query the page's ``top:`` chunks keep, or None for all of them.
 
-    The first ``top:`` chunk is packed to estimate all of them; when they would
-    pass :data:`HEAD_SHARE` of the budget, fewer slots (a power of two, at
+    The first ``top:`` chunk is packed to estimate all of them (its arrays
+    are left in ``made`` for the page); when they would pass
+    :data:`HEAD_SHARE` of the budget, fewer slots (a power of two, at
     least :data:`MIN_SLOTS`) are kept: the strongest keys come first, so the
     first slots of a row are its strongest.
     """
     heads = [k for k in keys if k.startswith(("top:", "pseudo:"))]
     if len(heads) < 2:
         return None
-    arrays = encode(trace, parse_key(heads[0], trace))
+    arrays = made[heads[0]] = encode(trace, parse_key(heads[0], trace))
     names = [name for name, _ in arrays]
     if "index" not in names:
         return None  # every key in key order: nothing to cut

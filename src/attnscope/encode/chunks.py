@@ -228,6 +228,11 @@ def top_arrays(stream: AttentionStream, position: int, first_row: int | None) ->
     True
     """
     size = stream_top_block(stream)
+    top_k = stream_top_k(stream)
+    if first_row is None and top_k < stream.k_len:
+        # One call for every block: the layer's arrays are made before any block's scores.
+        index, weight, rowmax = layer_top_keys(stream, position, top_k, block=size)
+        return [("index", index), ("weight", weight), ("rowmax", rowmax)]
     if first_row is None:
         blocks = [top_arrays(stream, position, start) for start in range(0, stream.q_len, size)]
         return [
@@ -235,7 +240,6 @@ def top_arrays(stream: AttentionStream, position: int, first_row: int | None) ->
             for i, (name, _) in enumerate(blocks[0])
         ]
     rows = slice(first_row, min(first_row + size, stream.q_len))
-    top_k = stream_top_k(stream)
     if top_k >= stream.k_len:
         # Every key is kept: the keys in their own order need no index (1 byte a value).
         heads = list(range(stream.num_heads))

@@ -19,7 +19,7 @@ rule (lower key index first) therefore holds everywhere.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -86,12 +86,23 @@ def _strongest(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
 
 
 def logit_top_keys(
-    stream: AttentionStream, position: int, k: int, rows: slice | None = None
+    stream: AttentionStream,
+    position: int,
+    k: int,
+    rows: slice | None = None,
+    *,
+    block: int | None = None,
 ) -> tuple[IndexArray, U8Array, F32Array]:
     """:func:`~attnscope.encode.arrays.top_keys` of every head of one layer, from the scores.
 
     ``1 <= k <= k_len``; query ``rows`` (a slice, all by default) make the
-    second axis. The stream must keep q and k.
+    second axis. The stream must keep q and k. With ``block``, the rows are
+    computed as blocks of that many rows from the first, each exactly as a
+    call for that block alone computes it (the same products, so the same
+    bytes); the arrays for all of them are made once, before any scores, so
+    no block's output lands between two blocks' temporaries (whose sizes
+    grow row by row under a causal mask, and would leave the heap a hole
+    per block that the next, larger block cannot reuse).
 
     Examples
     --------
@@ -107,9 +118,12 @@ def logit_top_keys(
     first, last = (0, stream.q_len) if rows is None else rows.indices(stream.q_len)[:2]
     heads = stream.num_heads
     shape = (heads, max(last - first, 0), k)
-    index = np.empty(shape, np.uint16 if stream.k_len < U16_LIMIT else np.uint32)
-    weight = np.empty(shape, np.uint8)
-    rowmax = np.empty(shape[:2], np.float32)
+    out = _TopKeys(
+        np.empty(shape, np.uint16 if stream.k_len < U16_LIMIT else np.uint32),
+        np.empty(shape, np.uint8),
+        np.empty(shape[:2], np.float32),
+        first,
+    )
     sinks = None
     if stream.sinks is not None:
         logits = [sink_logit(stream, position, head) for head in range(heads)]
@@ -117,26 +131,55 @@ def logit_top_keys(
     # Every head of a block of rows at once: few large operations (a block of a
     # screenful of rows is what a layer switch in the head view computes).
     step = max(1, block_rows(stream.k_len) // heads)
-    for start in range(first, last, step):
-        part = slice(start, min(start + step, last))
-        n, out = part.stop - part.start, slice(part.start - first, part.stop - first)
-        stop = min(stream.k_len, max(visible_stop(stream, position, part), k + 1))
-        scores = logit_heads(stream, position, part, stop).reshape(heads * n, stop)
-        values, keys, exact = _strongest(scores, k)
-        top = values[:, 0]
-        total = _normaliser(scores, top, None if sinks is None else sinks.repeat_interleave(n))
-        quantised = torch.round((values - top[:, None]).exp_() * 255).nan_to_num_(nan=0.0)
-        index[:, out] = keys.reshape(heads, n, k).cpu().numpy()
-        weight[:, out] = quantised.reshape(heads, n, k).cpu().numpy()
-        rowmax[:, out] = (1 / total).reshape(heads, n).cpu().numpy()
-        redo = torch.nonzero(~exact).flatten().cpu().numpy()
-        for head in np.unique(redo // n):
-            picked = part.start + redo[redo // n == head] % n
-            weights = compute_rows(stream, position, int(head), picked)[:, :stop].numpy()
-            i, w, m = top_keys(weights, k, index_dtype=index.dtype)
-            at = picked - first
-            index[head, at], weight[head, at], rowmax[head, at] = i, w, m
-    return index, weight, rowmax
+    size = max(1, last - first if block is None else block)
+    for begin in range(first, last, size):
+        end = min(begin + size, last)
+        for start in range(begin, end, step):
+            rows_here = slice(start, min(start + step, end))
+            _top_of_rows(stream, position, k, rows_here, sinks=sinks, out=out)
+    return out.key_index, out.weight, out.rowmax
+
+
+class _TopKeys(NamedTuple):
+    """Where :func:`logit_top_keys` writes: arrays whose second axis starts at query ``first``."""
+
+    key_index: IndexArray
+    weight: U8Array
+    rowmax: F32Array
+    first: int
+
+
+def _top_of_rows(
+    stream: AttentionStream,
+    position: int,
+    k: int,
+    part: slice,
+    *,
+    sinks: torch.Tensor | None,
+    out: _TopKeys,
+) -> None:
+    """Top keys of every head for query rows ``part``, written into ``out``."""
+    import torch
+
+    heads = stream.num_heads
+    n, at = part.stop - part.start, slice(part.start - out.first, part.stop - out.first)
+    stop = min(stream.k_len, max(visible_stop(stream, position, part), k + 1))
+    scores = logit_heads(stream, position, part, stop).reshape(heads * n, stop)
+    values, keys, exact = _strongest(scores, k)
+    top = values[:, 0]
+    total = _normaliser(scores, top, None if sinks is None else sinks.repeat_interleave(n))
+    del scores
+    quantised = torch.round((values - top[:, None]).exp_() * 255).nan_to_num_(nan=0.0)
+    out.key_index[:, at] = keys.reshape(heads, n, k).cpu().numpy()
+    out.weight[:, at] = quantised.reshape(heads, n, k).cpu().numpy()
+    out.rowmax[:, at] = (1 / total).reshape(heads, n).cpu().numpy()
+    redo = torch.nonzero(~exact).flatten().cpu().numpy()
+    for head in np.unique(redo // n):
+        picked = part.start + redo[redo // n == head] % n
+        weights = compute_rows(stream, position, int(head), picked)[:, :stop].numpy()
+        i, w, m = top_keys(weights, k, index_dtype=out.key_index.dtype)
+        rows = picked - out.first
+        out.key_index[head, rows], out.weight[head, rows], out.rowmax[head, rows] = i, w, m
 
 
 def logit_pooled(
@@ -201,11 +244,18 @@ def logit_pooled(
 
 
 def layer_top_keys(
-    stream: AttentionStream, position: int, k: int, rows: slice | None = None
+    stream: AttentionStream,
+    position: int,
+    k: int,
+    rows: slice | None = None,
+    *,
+    block: int | None = None,
 ) -> tuple[IndexArray, U8Array, F32Array]:
     """Top keys of every head of one layer, of query ``rows`` (all by default).
 
-    From the scores when the stream keeps q and k, else from its weights.
+    From the scores when the stream keeps q and k, else from its weights;
+    ``block`` as in :func:`logit_top_keys` (weights give each row the same
+    keys whatever the block).
 
     Examples
     --------
@@ -217,7 +267,7 @@ def layer_top_keys(
     """
     if stream.has_weights:
         return stream_top_keys(stream, position, k, rows)
-    return logit_top_keys(stream, position, k, rows)
+    return logit_top_keys(stream, position, k, rows, block=block)
 
 
 def any_thumbnails(

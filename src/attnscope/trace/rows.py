@@ -208,17 +208,20 @@ def logit_heads(
     >>> logit_heads(AttentionStream(queries=q, keys=k), 0, slice(0, 2)).tolist()
     [[[1.0, 3.0], [0.0, 0.0]], [[2.0, 6.0], [1.0, 3.0]]]
     """
-    import torch
-
     queries, keys = _qk(stream)
     stop = stream.k_len if stop is None else stop
     q = _tensor(queries[position, :, rows]).to(stream.device)
-    k = _tensor(keys[position, :, :stop]).to(stream.device)
-    if stream.num_kv_heads != stream.num_heads:
-        kv = [stream.kv_head(h) for h in range(stream.num_heads)]
-        k = k.index_select(0, torch.tensor(kv, device=k.device))
+    layer = keys[position]
+    # The first keys of each head as a view (a copy of them would be the largest
+    # cost of a block at long inputs); a read-only array is copied only that far.
+    k = (_tensor(layer)[:, :stop] if layer.flags.writeable else _tensor(layer[:, :stop])).to(
+        stream.device
+    )
+    # Query heads sharing a key head are consecutive: one product per key head.
+    heads, n = q.shape[0], q.shape[1]
+    grouped = q.reshape(k.shape[0], -1, q.shape[2]) @ k.transpose(1, 2)
     return _eager_terms(
-        q @ k.transpose(1, 2),
+        grouped.view(heads, n, stop),
         stream,
         position,
         rows,
