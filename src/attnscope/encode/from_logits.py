@@ -56,15 +56,21 @@ THUMB_SCORES = 1 << 27
 
 
 def _normaliser(
-    scores: torch.Tensor, top: torch.Tensor, sink: float | torch.Tensor | None
+    scores: torch.Tensor,
+    top: torch.Tensor,
+    sink: float | torch.Tensor | None,
+    *,
+    overwrite: bool = False,
 ) -> torch.Tensor:
     """``sum(exp(s - max(s)))`` of each row (the sink's term included): ``1 / max weight``.
 
-    ``sink`` is one logit for every row, or a tensor of one per row.
+    ``sink`` is one logit for every row, or a tensor of one per row. With
+    ``overwrite`` the scores themselves are the work space.
     """
     import torch
 
-    total = (scores - top[:, None]).exp_().sum(dim=1)
+    shifted = scores.sub_(top[:, None]) if overwrite else scores - top[:, None]
+    total = shifted.exp_().sum(dim=1)
     if sink is not None:
         total += torch.exp(sink - top)
     return total
@@ -164,11 +170,11 @@ def _top_of_rows(
     heads = stream.num_heads
     n, at = part.stop - part.start, slice(part.start - out.first, part.stop - out.first)
     stop = min(stream.k_len, max(visible_stop(stream, position, part), k + 1))
-    scores = logit_heads(stream, position, part, stop).reshape(heads * n, stop)
+    scores = logit_heads(stream, position, part, stop, reuse=True).reshape(heads * n, stop)
     values, keys, exact = _strongest(scores, k)
     top = values[:, 0]
-    total = _normaliser(scores, top, None if sinks is None else sinks.repeat_interleave(n))
-    del scores
+    sink = None if sinks is None else sinks.repeat_interleave(n)
+    total = _normaliser(scores, top, sink, overwrite=True)
     quantised = torch.round((values - top[:, None]).exp_() * 255).nan_to_num_(nan=0.0)
     out.key_index[:, at] = keys.reshape(heads, n, k).cpu().numpy()
     out.weight[:, at] = quantised.reshape(heads, n, k).cpu().numpy()

@@ -12,6 +12,7 @@ no key gets a row of zeros).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -183,7 +184,7 @@ def _eager_terms(
         scores += part(stream.bias)[..., :stop].to(device)
     if stream.softcap is not None and stream.softcap[position] > 0:
         cap = float(stream.softcap[position])
-        scores = torch.tanh(scores / cap) * cap
+        scores.div_(cap).tanh_().mul_(cap)  # tanh(s / cap) * cap, in place
     if stream.mask is not None:
         scores.masked_fill_(part(stream.mask)[..., :stop].to(device), -torch.inf)
     if stream.key_spans is not None:
@@ -191,13 +192,55 @@ def _eager_terms(
     return scores
 
 
+_WORK = threading.local()
+
+
+def work_buffer(values: int, device: torch.device | str, *, reserve: int = 0) -> torch.Tensor:
+    """A float32 tensor of ``values`` elements over memory this thread keeps for such blocks.
+
+    A loop that computes a block's scores, keeps a small result and frees
+    the scores leaves a hole in the heap that the kept results then split,
+    so the next block's scores no longer fit it: the process grows by a
+    block per block (13 GB over the top keys of one 32768-token layer).
+    Scores written here reuse one allocation, kept while the thread lives
+    and grown when a block needs more: to ``reserve`` values at once (the
+    most any block of the loop can need; a buffer grown a little per block
+    would be a new hole per block). The tensor is valid until this thread
+    asks again.
+
+    Examples
+    --------
+    >>> work_buffer(6, "cpu").shape
+    torch.Size([6])
+    >>> work_buffer(4, "cpu").data_ptr() == work_buffer(6, "cpu").data_ptr()
+    True
+    """
+    import torch
+
+    kept: dict[str, torch.Tensor] = _WORK.__dict__.setdefault("buffers", {})
+    place = str(device)
+    buffer = kept.get(place)
+    if buffer is None or buffer.numel() < values:
+        kept.pop(place, None)
+        size = max(values, reserve, 1)
+        buffer = kept[place] = torch.empty(size, dtype=torch.float32, device=device)
+    return buffer[:values]
+
+
 def logit_heads(
-    stream: AttentionStream, position: int, rows: slice, stop: int | None = None
+    stream: AttentionStream,
+    position: int,
+    rows: slice,
+    stop: int | None = None,
+    *,
+    reuse: bool = False,
 ) -> torch.Tensor:
     """:func:`logit_rows` of every head at once: float32 ``(heads, len(rows), stop)``.
 
     One batched product over the heads (each query head with its key head),
     so a block of a few rows costs a few large operations, not a few per head.
+    With ``reuse`` the scores are written into :func:`work_buffer`: for a
+    caller that is done with them before it asks again.
 
     Examples
     --------
@@ -208,6 +251,8 @@ def logit_heads(
     >>> logit_heads(AttentionStream(queries=q, keys=k), 0, slice(0, 2)).tolist()
     [[[1.0, 3.0], [0.0, 0.0]], [[2.0, 6.0], [1.0, 3.0]]]
     """
+    import torch
+
     queries, keys = _qk(stream)
     stop = stream.k_len if stop is None else stop
     q = _tensor(queries[position, :, rows]).to(stream.device)
@@ -219,9 +264,15 @@ def logit_heads(
     )
     # Query heads sharing a key head are consecutive: one product per key head.
     heads, n = q.shape[0], q.shape[1]
-    grouped = q.reshape(k.shape[0], -1, q.shape[2]) @ k.transpose(1, 2)
+    grouped = q.reshape(k.shape[0], -1, q.shape[2])
+    if reuse:
+        reserve = heads * n * stream.k_len  # this block's rows at any stop
+        out = work_buffer(heads * n * stop, q.device, reserve=reserve).view(k.shape[0], -1, stop)
+        scores = torch.matmul(grouped, k.transpose(1, 2), out=out)
+    else:
+        scores = grouped @ k.transpose(1, 2)
     return _eager_terms(
-        grouped.view(heads, n, stop),
+        scores.view(heads, n, stop),
         stream,
         position,
         rows,
