@@ -15,7 +15,10 @@ export interface QkParts {
   D: number;
   scaling: number;
   bias: TypedArray | null;
+  /** u8 `(Q, K)`, 1 = hidden (a mask with no rule), or null. */
   mask: TypedArray | null;
+  /** i32 `(Q, 2)`: each query sees keys `start ≤ j < stop` only (causal, window, padding), or null. */
+  spans: TypedArray | null;
   softcap: number | null;
   /** The sink logit, or null (none, or -inf: this layer has none). */
   sink: number | null;
@@ -42,6 +45,7 @@ export function qkParts(chunk: Chunk): QkParts {
     scaling: scalar(chunk, "scaling") ?? 1,
     bias: chunk.arrays.bias?.data ?? null,
     mask: chunk.arrays.mask?.data ?? null,
+    spans: chunk.arrays.spans?.data ?? null,
     softcap: scalar(chunk, "softcap") || null,
     sink: rawSink != null && Number.isFinite(rawSink) ? rawSink : null,
     kvHead: scalar(chunk, "kv_head") ?? -1,
@@ -70,13 +74,33 @@ export function scoreOf(p: QkParts, query: number, j: number, qk: number): numbe
   return p.softcap ? p.softcap * Math.tanh(s / p.softcap) : s;
 }
 
+/** The keys `[start, stop)` a query may see by its span (all of them without spans). */
+export function spanOf(p: QkParts, query: number): [number, number] {
+  if (!p.spans) return [0, p.K];
+  const start = Math.min(Math.max(0, p.spans[2 * query] as number), p.K);
+  return [start, Math.min(Math.max(start, p.spans[2 * query + 1] as number), p.K)];
+}
+
+/** `masked[j]` = 1 where key j is hidden from `query`: by the mask, or outside its span. */
+export function maskRow(p: QkParts, query: number, masked: Uint8Array): Uint8Array {
+  const { K, mask } = p;
+  if (mask) for (let j = 0; j < K; j++) masked[j] = mask[query * K + j] as number;
+  else masked.fill(0);
+  const [start, stop] = spanOf(p, query);
+  masked.fill(1, 0, start);
+  masked.fill(1, stop, K);
+  return masked;
+}
+
 /** One query row's weights into `out` (length K); `masked` and `score` are scratch of length K. */
 export function rowWeights(p: QkParts, query: number, out: Float64Array, score = new Float64Array(p.K), masked = new Uint8Array(p.K)): Float64Array {
-  const { q, k, D, K, scaling, bias, mask, softcap } = p;
+  const { q, k, D, K, scaling, bias, softcap } = p;
   const base = query * D, D4 = D - (D % 4);
   // The hot loop of a derived page (every head, query and key of a layer): four sums
-  // in flight, and the bias, cap and mask only where the head has them.
-  for (let j = 0; j < K; j++) {
+  // in flight, only over the keys the query's span lets it see (half of a causal
+  // head), and the bias, cap and mask only where the head has them.
+  const [start, stop] = spanOf(p, query);
+  for (let j = start; j < stop; j++) {
     const kb = j * D;
     let s0 = 0, s1 = 0, s2 = 0, s3 = 0, d = 0;
     for (; d < D4; d += 4) {
@@ -89,11 +113,9 @@ export function rowWeights(p: QkParts, query: number, out: Float64Array, score =
     score[j] = (s0 + s1 + s2 + s3) * scaling;
   }
   const row = query * K;
-  if (bias) for (let j = 0; j < K; j++) score[j] = (score[j] as number) + (bias[row + j] as number);
-  if (softcap) for (let j = 0; j < K; j++) score[j] = softcap * Math.tanh((score[j] as number) / softcap);
-  if (mask) for (let j = 0; j < K; j++) masked[j] = mask[row + j] as number;
-  else masked.fill(0);
-  return softmaxRow(score, masked, p.sink, out);
+  if (bias) for (let j = start; j < stop; j++) score[j] = (score[j] as number) + (bias[row + j] as number);
+  if (softcap) for (let j = start; j < stop; j++) score[j] = softcap * Math.tanh((score[j] as number) / softcap);
+  return softmaxRow(score, maskRow(p, query, masked), p.sink, out);
 }
 
 /** A row quantised as protocol.md says: `round(255 · w / rowmax)`, rowmax 0 for a row of zeros. */

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -126,6 +127,15 @@ def test_full_head_chunk_decodes_within_bound_at_one_byte_per_value() -> None:
     assert rowmax.nbytes == 4 * exact.shape[0]
 
 
+def _hidden(arrays: dict[str, Any], shape: tuple[int, ...]) -> Any:
+    """Where a ``qk:`` chunk hides a key: its ``mask``, and keys outside each query's ``spans``."""
+    hidden = arrays["mask"].astype(bool) if "mask" in arrays else np.zeros(shape, bool)
+    if "spans" in arrays:
+        keys = np.arange(shape[1])
+        hidden |= (keys < arrays["spans"][:, :1]) | (keys >= arrays["spans"][:, 1:])
+    return hidden
+
+
 def test_qk_chunk_reproduces_attention_rows() -> None:
     trace = qk_trace(np.random.default_rng(5))
     stream = trace.stream
@@ -136,7 +146,7 @@ def test_qk_chunk_reproduces_attention_rows() -> None:
             assert arrays["kv_head"].tolist() == [head // 2]
             scores = (q.astype(np.float64) @ k.T.astype(np.float64)) * arrays["scaling"][0]
             scores += arrays["bias"]
-            scores[arrays["mask"].astype(bool)] = -np.inf
+            scores[_hidden(arrays, scores.shape)] = -np.inf
             w = np.exp(scores - scores.max(-1, keepdims=True))
             w /= w.sum(-1, keepdims=True)
             np.testing.assert_allclose(w, stream.attention[position, head], atol=1e-5)
@@ -155,8 +165,7 @@ def test_qk_chunk_from_multi_head_attention_module() -> None:
         scores = arrays["q"].astype(np.float64) @ arrays["k"].T * arrays["scaling"][0]
         if "bias" in arrays:
             scores += arrays["bias"]
-        if "mask" in arrays:
-            scores[arrays["mask"].astype(bool)] = -np.inf
+        scores[_hidden(arrays, scores.shape)] = -np.inf
         w = np.exp(scores - scores.max(-1, keepdims=True))
         w /= w.sum(-1, keepdims=True)
         np.testing.assert_allclose(w, trace.attention[0, head], atol=1e-5)
@@ -298,3 +307,20 @@ def test_top_chunk_sends_one_byte_per_value_when_every_key_is_kept() -> None:
     assert arrays["weight"].nbytes == short[0].size  # one byte per attention value
     decoded = arrays["weight"] / 255 * arrays["rowmax"][..., None]
     assert np.abs(decoded - short[0]).max() <= arrays["rowmax"].max() / 510 + 1e-7
+
+
+def test_a_mask_rule_travels_as_spans_not_as_a_square() -> None:
+    # A causal or windowed mask is 2 numbers a query in the qk: chunk: at 32768 tokens the
+    # square it says would be 1 GB to build, deflate, send and inflate.
+    n = 6
+    q = np.random.default_rng(7).normal(size=(1, 1, n, 4)).astype(np.float32)
+    window = np.stack([np.maximum(0, np.arange(n) - 2), np.arange(1, n + 1)], axis=1)
+    stream = AttentionStream(queries=q, keys=q, scaling=np.ones(1), key_spans=window[None])
+    arrays = dict(qk_arrays(stream, 0, 0))
+    assert "mask" not in arrays
+    assert arrays["spans"].dtype == np.uint32
+    assert arrays["spans"].tolist() == window.tolist()
+    scores = arrays["q"].astype(np.float64) @ arrays["k"].T.astype(np.float64)
+    scores[_hidden(arrays, scores.shape)] = -np.inf
+    w = np.exp(scores - scores.max(-1, keepdims=True))
+    np.testing.assert_allclose(w / w.sum(-1, keepdims=True), stream.attention[0, 0], atol=1e-6)

@@ -2,7 +2,7 @@
 // softmaxes, the weight, and how closely that reproduces the recorded weights.
 // No DOM: tests/js/neuron.test.ts checks them directly.
 import { arr } from "../data";
-import { qkParts, scoreOf, softmaxRow } from "../derive";
+import { maskRow, qkParts, scoreOf, softmaxRow } from "../derive";
 import type { Chunk } from "../types";
 
 export { softmaxRow };
@@ -43,7 +43,7 @@ export function neuronRows(chunk: Chunk, query: number, recorded?: Chunk | null)
   const { D, K, k, scaling, softcap, sink } = p;
   const q = p.q.subarray(query * D, (query + 1) * D);
   const qk = new Float64Array(K), score = new Float64Array(K);
-  const masked = new Uint8Array(K);
+  const masked = maskRow(p, query, new Uint8Array(K));
   const bias = p.bias ? new Float64Array(K) : null;
   let maxQK = 0, maxProd = 0;
   for (const v of q) maxQK = Math.max(maxQK, Math.abs(v));
@@ -59,7 +59,6 @@ export function neuronRows(chunk: Chunk, query: number, recorded?: Chunk | null)
     qk[j] = s;
     if (bias && p.bias) bias[j] = p.bias[query * K + j] as number;
     score[j] = scoreOf(p, query, j, s);
-    masked[j] = p.mask ? (p.mask[query * K + j] as number) : 0;
   }
   const weight = softmaxRow(score, masked, sink);
   const maxWeight = weight.reduce((a, b) => Math.max(a, b), 0);

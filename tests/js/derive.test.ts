@@ -8,12 +8,14 @@ import { neuronRows } from "../../js/views/neuron_rows";
 const f32 = (shape: number[], values: number[]): NDArray => ({ dtype: "f32", shape, data: Float32Array.from(values) });
 
 /** A head with 3 queries, 4 keys, head size 2; optional mask (causal), bias, softcap and sink. */
-function qkChunk(opts: { mask?: boolean; bias?: boolean; softcap?: number; sink?: number; seed?: number } = {}): Chunk {
+function qkChunk(opts: { mask?: boolean; spans?: boolean; bias?: boolean; softcap?: number; sink?: number; seed?: number } = {}): Chunk {
   const s = opts.seed ?? 1;
   const q = [0.3, -1.2, 1.1, 0.4, -0.7, 0.9].map((v) => v * s);
   const k = [1.0, 0.2, -0.5, 1.3, 0.8, -0.4, 0.1, 0.1];
   const arrays: Record<string, NDArray> = { q: f32([3, 2], q), k: f32([4, 2], k), scaling: f32([1], [0.7]) };
   if (opts.mask) arrays.mask = { dtype: "u8", shape: [3, 4], data: Uint8Array.from([0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1]) };
+  // Spans: query 0 sees key 1 only, query 1 keys 0–2, query 2 keys 2–3 (padding, a window).
+  if (opts.spans) arrays.spans = { dtype: "u32", shape: [3, 2], data: Uint32Array.from([1, 2, 0, 3, 2, 4]) };
   if (opts.bias) arrays.bias = f32([3, 4], [0.1, -0.2, 0.3, 0, 0.5, 0.5, -1, 2, 0, 0, 0, 0.25]);
   if (opts.softcap) arrays.softcap = f32([1], [opts.softcap]);
   if (opts.sink != null) arrays.sink = f32([1], [opts.sink]);
@@ -28,13 +30,14 @@ function expected(c: Chunk, i: number): number[] {
     if (p.bias) s += p.bias[i * p.K + j]!;
     return p.softcap ? p.softcap * Math.tanh(s / p.softcap) : s;
   });
-  const e = scores.map((s, j) => (p.mask?.[i * p.K + j] ? 0 : Math.exp(s)));
+  const outside = (j: number): boolean => !!p.spans && (j < p.spans[2 * i]! || j >= p.spans[2 * i + 1]!);
+  const e = scores.map((s, j) => (p.mask?.[i * p.K + j] || outside(j) ? 0 : Math.exp(s)));
   const z = e.reduce((a, b) => a + b, 0) + (p.sink != null ? Math.exp(p.sink) : 0);
-  return e.map((v) => v / z);
+  return e.map((v) => (z > 0 ? v / z : 0)); // a query that sees no key: a row of zeros
 }
 
 describe("rowWeights", () => {
-  for (const opts of [{}, { mask: true }, { bias: true, softcap: 1.5 }, { mask: true, sink: 0.4 }]) {
+  for (const opts of [{}, { mask: true }, { bias: true, softcap: 1.5 }, { mask: true, sink: 0.4 }, { spans: true }, { spans: true, mask: true, bias: true, softcap: 2 }]) {
     it(`computes softmax of the model's score (${JSON.stringify(opts)})`, () => {
       const c = qkChunk(opts), p = qkParts(c);
       for (let i = 0; i < 3; i++) {

@@ -320,7 +320,8 @@ def qk_arrays(stream: AttentionStream, position: int, head: int) -> list[NamedAr
 
     ``q`` ``(Q, D)`` and ``k`` ``(K, D)`` (the key head this query head uses),
     ``scaling`` and ``kv_head`` as one-element arrays; ``bias``, ``mask`` (u8,
-    1 = hidden), ``softcap`` and ``sink`` when the stream has them. The weights
+    1 = hidden), ``spans`` (u32 ``(Q, 2)``, the keys ``[start, stop)`` each
+    query may see), ``softcap`` and ``sink`` when the stream has them. The weights
     themselves are not repeated here: the browser recomputes them from these
     arrays and checks them against the one-byte ``attn:`` chunk.
 
@@ -349,34 +350,15 @@ def qk_arrays(stream: AttentionStream, position: int, head: int) -> list[NamedAr
     if stream.bias is not None:
         bias = np.broadcast_to(stream.bias, full)[position, head]
         arrays.append(("bias", np.ascontiguousarray(bias, dtype=np.float32)))
-    if stream.has_mask:
-        arrays.append(("mask", head_mask(stream, position, head)))
+    if stream.mask is not None:
+        hidden = np.broadcast_to(stream.mask, full)[position, head]
+        arrays.append(("mask", hidden.astype(np.uint8)))
+    if stream.key_spans is not None:
+        # The rule, not the (Q, K) array it says: 2 numbers a query (1 GB less at 32768 tokens).
+        spans = stream.key_spans[position if stream.key_spans.shape[0] > 1 else 0]
+        arrays.append(("spans", np.clip(spans, 0, stream.k_len).astype(np.uint32)))
     if stream.softcap is not None and stream.softcap[position] > 0:
         arrays.append(("softcap", stream.softcap[position : position + 1].astype(np.float32)))
     if stream.sinks is not None:
         arrays.append(("sink", stream.sinks[position, head : head + 1].astype(np.float32)))
     return arrays
-
-
-def head_mask(stream: AttentionStream, position: int, head: int) -> U8Array:
-    """u8 ``(Q, K)``, 1 where the key is hidden from the query, from the mask and its rule.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from attnscope import AttentionStream
-    >>> q = np.zeros((1, 1, 2, 4), np.float32)
-    >>> s = AttentionStream(queries=q, keys=q, key_spans=np.array([[[0, 1], [0, 2]]]))
-    >>> head_mask(s, 0, 0).tolist()
-    [[0, 1], [0, 0]]
-    """
-    from attnscope.trace.key_spans import blocked_from_spans
-
-    full = (stream.num_layers, stream.num_heads, stream.q_len, stream.k_len)
-    hidden = np.zeros(full[2:], np.bool_)
-    if stream.mask is not None:
-        hidden |= np.broadcast_to(stream.mask, full)[position, head]
-    if stream.key_spans is not None:
-        spans = stream.key_spans[position if stream.key_spans.shape[0] > 1 else 0]
-        hidden |= blocked_from_spans(spans, stream.k_len).numpy()
-    return hidden.astype(np.uint8)
