@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,31 @@ def test_a_long_capture_ticks_each_layer_and_leaves_the_model_as_found(monkeypat
     assert f"/{model.config.n_layer} " in text  # a bar over the model's layers
     assert text.rsplit("\r", 2)[-2].strip() == ""  # the bar's line is blanked at the end
     assert [dict(m._forward_hooks) for m in model.modules()] == hooks
+
+
+def test_the_layer_bar_counts_the_pass_that_records_not_the_probe_before_it(
+    monkeypatch: Any,
+) -> None:
+    from attnscope.sources.hf import layer_progress
+    from capture_models import bpe_tokenizer, tiny_model
+
+    tokenizer = bpe_tokenizer()
+    model = tiny_model("gpt2", len(tokenizer))
+    ends: list[tuple[int, int]] = []
+    real = layer_progress.progress
+
+    @contextmanager
+    def noting_the_end(*args: Any, **options: Any) -> Iterator[Any]:
+        with real(*args, **options) as bar:
+            yield bar
+            ends.append((bar.n, bar.total))
+
+    monkeypatch.setattr(layer_progress, "progress", noting_the_end)
+    monkeypatch.setattr(_progress, "FILE", io.StringIO())
+    # layers= runs a short probe pass first, to learn which call is which layer.
+    attnscope.capture(model, "The cat sat on the mat.", tokenizer=tokenizer, layers=[1])
+    layers = model.config.n_layer
+    assert ends == [(layers, layers)]  # 2/2 for 2 layers, not 4/4
 
 
 def test_in_a_kernel_the_bar_is_a_widget_and_nothing_of_it_stays(tmp_path: Path) -> None:

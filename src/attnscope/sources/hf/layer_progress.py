@@ -55,8 +55,8 @@ def layer_progress(model: torch.nn.Module, count: int) -> Iterator[None]:
     with progress(len(blocks), "attnscope capture", unit="layer") as bar:
 
         def tick(*_: Any) -> None:
-            if bar.n >= bar.total:  # a second pass (the probe, or a fallback)
-                bar.total += len(blocks)
+            if bar.n >= bar.total:  # a new pass (after the short probe, or a fallback)
+                bar.reset()  # counts this pass's layers: 6/6 for 6 layers, not 12/12
             bar.update(1)
 
         handles = [block.register_forward_hook(tick) for block in blocks]
