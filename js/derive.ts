@@ -146,22 +146,24 @@ export function attnFromQk(key: string, qk: Chunk): Chunk {
  * head of the layer, in head order. Each row keeps its strongest keys, strongest
  * first (keys of one byte value in key order); with `topK` equal to the key
  * count the weights are in key order and there is no `index`, as from Python.
+ * With `rows` (`[first, stop)`), only those query rows: a `top:<s>:<l>:<first>` block.
  */
-export function topFromQk(key: string, heads: Chunk[], topK: number): Chunk {
+export function topFromQk(key: string, heads: Chunk[], topK: number, rows?: readonly [number, number]): Chunk {
   const parts = heads.map(qkParts);
-  const first = parts[0];
-  if (!first) throw new Error(`${key}: no heads to compute it from`);
-  const { Q, K } = first;
+  const head0 = parts[0];
+  if (!head0) throw new Error(`${key}: no heads to compute it from`);
+  const K = head0.K, Qall = head0.Q;
+  const from = Math.max(0, Math.min(rows?.[0] ?? 0, Qall)), Q = Math.max(0, Math.min(rows?.[1] ?? Qall, Qall) - from);
   const H = parts.length, k = Math.min(topK, K), dense = k === K;
   const weight = new Uint8Array(H * Q * k), rowmax = new Float32Array(H * Q);
   const index = dense ? null : K < 65536 ? new Uint16Array(H * Q * k) : new Uint32Array(H * Q * k);
   const w = new Float64Array(K), score = new Float64Array(K), masked = new Uint8Array(K);
   const bytes = new Uint8Array(K), counts = new Uint32Array(257);
   parts.forEach((p, h) => {
-    if (p.Q !== Q || p.K !== K) throw new Error(`${key}: head ${h} is ${p.Q}×${p.K}, head 0 ${Q}×${K}`);
+    if (p.Q !== Qall || p.K !== K) throw new Error(`${key}: head ${h} is ${p.Q}×${p.K}, head 0 ${Qall}×${K}`);
     for (let i = 0; i < Q; i++) {
       const row = h * Q + i;
-      rowmax[row] = quantiseRow(rowWeights(p, i, w, score, masked), dense ? weight : bytes, dense ? row * K : 0);
+      rowmax[row] = quantiseRow(rowWeights(p, from + i, w, score, masked), dense ? weight : bytes, dense ? row * K : 0);
       if (!index) continue;
       // Counting sort by byte value, largest first: O(K) per row.
       counts.fill(0);

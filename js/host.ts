@@ -4,7 +4,7 @@
 import { inflateBase64, splitConcatenated, type ArraySpec } from "./data";
 import { attnFromQk, topFromQk } from "./derive";
 import type { ModelHost, WidgetTraits } from "./traits";
-import type { Chunk, Meta } from "./types";
+import type { Chunk, Meta, StreamMeta } from "./types";
 
 export interface EmbeddedChunk { arrays?: ArraySpec[]; data?: string; error?: string }
 
@@ -50,10 +50,13 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
    */
   function derive(key: string): Promise<Chunk> | null {
     const meta = values.get("_meta") as Meta | undefined;
-    const [kind, stream = "", layer = "", head] = key.split(":");
+    const [kind, stream = "", layer = "", last] = key.split(":");
     const sm = meta?.streams[stream];
     if (!sm || (kind !== "top" && kind !== "attn")) return null;
-    const heads = kind === "attn" ? [Number(head)] : Array.from({ length: sm.num_heads }, (_, h) => h);
+    // top:<s>:<l>:<first row> is a block of the head view's rows (the page's _meta offers them).
+    const block = kind === "top" && last !== undefined ? blockRows(Number(last), sm) : undefined;
+    if (block === null) return null;
+    const heads = kind === "attn" ? [Number(last)] : Array.from({ length: sm.num_heads }, (_, h) => h);
     const sources = heads.map((h) => `qk:${stream}:${layer}:${h}`);
     // Only a page written to derive (its qk: chunks carry the row maxima) computes them: on a
     // long input's page a left-out attn: stays left out (at 32768 tokens it is 2^30 weights).
@@ -63,13 +66,20 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
       const bad = qks.find((c) => c.error);
       if (bad) return { key, arrays: {}, error: `${bad.key}: ${bad.error ?? ""}` };
       try {
-        const c = kind === "attn" ? attnFromQk(key, qks[0] as Chunk) : topFromQk(key, qks, sm.top_k);
+        const c = kind === "attn" ? attnFromQk(key, qks[0] as Chunk) : topFromQk(key, qks, sm.top_k, block);
         decoded.set(key, c);
         return c;
       } catch (err) {
         return { key, arrays: {}, error: `could not compute from q and k: ${(err as Error).message}` };
       }
     });
+  }
+
+  /** Rows `[first, first + block)` of a block key the page offers, or null for one it does not. */
+  function blockRows(first: number, sm: StreamMeta): [number, number] | null {
+    const size = sm.top_block ?? 0;
+    if (!(size > 0) || !Number.isInteger(first) || first < 0 || first >= sm.q_len || first % size) return null;
+    return [first, Math.min(first + size, sm.q_len)];
   }
 
   return {

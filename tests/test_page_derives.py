@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import attnscope
+import attnscope.display.page as page_module
 from attnscope.display.page import derived_streams, page_html
 from attnscope.encode.chunks import encode_chunk, parse_key
 from attnscope.encode.selection import VIEWS
@@ -174,3 +175,28 @@ def test_a_long_minilm_page_keeps_each_rows_strongest_keys(
     trace = attnscope.capture(model, text, tokenizer=tokenizer, max_tokens=100)
     assert trace.stream.k_len == 100  # more keys than a top: chunk keeps (64)
     assert assert_same_chunks(trace, page_host, tolerance=2e-3) > 0
+
+
+def test_a_page_that_derives_offers_the_head_view_blocks_of_rows(
+    page_host: PageHost, minilm: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A layer switch then computes the rows the head view draws, not the layer.
+    model, tokenizer = minilm
+    text = "The quick brown fox jumps over the lazy dog near the river bank. " * 8
+    trace = attnscope.capture(model, text, tokenizer=tokenizer, max_tokens=100)
+    stream = trace.stream
+    per_row = stream.num_heads * stream.k_len * (stream.head_dim or 1)
+    monkeypatch.setattr(page_module, "DERIVE_BLOCK_SCORES", 32 * per_row)
+    page = page_html(trace)
+    assert embedded(page, "attnscope-state")["_meta"]["streams"]["self"]["top_block"] == 32
+    firsts = range(0, stream.q_len, 32)
+    got = page_host(page, ["top:self:1", *(f"top:self:1:{first}" for first in firsts)])
+    whole = got["top:self:1"]
+    for first in firsts:
+        block = got[f"top:self:1:{first}"]
+        assert sorted(block) == sorted(whole)
+        for name, array in block.items():
+            np.testing.assert_array_equal(array, whole[name][:, first : first + 32])
+    # A page that does not derive embeds whole layers and offers no blocks.
+    head_only = page_html(trace, views=("head",))
+    assert embedded(head_only, "attnscope-state")["_meta"]["streams"]["self"]["top_block"] is None

@@ -148,6 +148,29 @@ describe("page host", () => {
     expect(attn.error).toBeUndefined();
   });
 
+  it("computes a block of query rows the page offers (top:<s>:<l>:<first>), equal to those rows of the layer", async () => {
+    const heads = [withRowmax(qkChunk({ seed: 1, spans: true })), withRowmax(qkChunk({ seed: 3, spans: true }))];
+    const blocks = { streams: { self: { ...meta.streams.self, top_block: 2 } } };
+    const host = createPageHost({ _meta: blocks }, { "qk:self:0:0": await embed(heads[0]!), "qk:self:0:1": await embed(heads[1]!) });
+    const whole = topFromQk("t", heads, 2);
+    for (const [first, rows] of [[0, 2], [2, 1]] as const) {
+      const key = `top:self:0:${first}`;
+      expect((await ask(host, key)).error).toBeUndefined();
+      const got = host.decoded.get(key)!.arrays;
+      expect(got.weight!.shape).toEqual([2, rows, 2]);
+      for (const name of ["weight", "index", "rowmax"] as const) {
+        const per = name === "rowmax" ? 1 : 2, w = whole.arrays[name]!.data, b = got[name]!.data;
+        for (let h = 0; h < 2; h++) {
+          expect(Array.from(b.subarray(h * rows * per, (h + 1) * rows * per)))
+            .toEqual(Array.from(w.subarray((h * 3 + first) * per, (h * 3 + first + rows) * per)));
+        }
+      }
+    }
+    // Only the blocks it offers: a first row off the block grid, or past the last row, is not there.
+    expect((await ask(host, "top:self:0:1")).error).toMatch(/not included/);
+    expect((await ask(host, "top:self:0:4")).error).toMatch(/not included/);
+  });
+
   it("computes nothing from a page that was not written to derive (its q/k carry no row maxima)", async () => {
     const plain = qkChunk();
     const host = createPageHost({ _meta: { streams: { self: { num_heads: 1, top_k: 2 } } } }, { "qk:self:0:0": await embed(plain) });

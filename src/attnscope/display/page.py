@@ -26,7 +26,7 @@ from attnscope.encode.meta import build_meta, stream_top_k
 from attnscope.encode.pack import HALF_ARRAYS, pack_chunk
 from attnscope.encode.selection import VIEWS, ViewName, check_views, default_selection
 from attnscope.errors import AttnscopeError
-from attnscope.trace import AttentionTrace
+from attnscope.trace import AttentionStream, AttentionTrace
 
 if TYPE_CHECKING:
     from attnscope.display.widget import AttentionWidget
@@ -145,6 +145,47 @@ def derived_streams(
             chosen.add(name)
             budget -= estimate
     return chosen
+
+
+DERIVE_BLOCK_SCORES = 2**24
+"""Most q·k multiply-adds of one block of query rows a derived page computes for the
+head view (12 heads of size 32 at 512 tokens: 64 rows, about 40 ms)."""
+
+
+def derive_block(stream: AttentionStream) -> int | None:
+    """Query rows per ``top:`` block a page that derives offers the head view, or None.
+
+    The head view asks for the blocks of the rows it draws, so a layer
+    switch computes a screenful of rows, not the layer. None (whole layers)
+    when one block would hold every row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> long, short = np.zeros((1, 12, 512, 32), np.float32), np.zeros((1, 12, 64, 32), np.float32)
+    >>> derive_block(AttentionStream(queries=long, keys=long))
+    64
+    >>> print(derive_block(AttentionStream(queries=short, keys=short)))
+    None
+    """
+    per_row = stream.num_heads * stream.k_len * (stream.head_dim or 1)
+    rows = max(1, DERIVE_BLOCK_SCORES // max(per_row, 1))
+    block = max(MIN_DERIVE_BLOCK, 1 << (rows.bit_length() - 1))
+    return block if block < stream.q_len else None
+
+
+MIN_DERIVE_BLOCK = 16
+"""Fewest query rows of a derived page's ``top:`` block."""
+
+
+def _deriving(chunks: Mapping[str, Any]) -> set[str]:
+    """Streams whose embedded ``qk:`` chunks carry row maxima: the page computes their ``top:``."""
+    return {
+        key.split(":")[1]
+        for key, chunk in chunks.items()
+        if key.startswith("qk:") and any(a["name"] == "rowmax" for a in chunk.get("arrays", ()))
+    }
 
 
 def _embed(
@@ -339,6 +380,8 @@ def page_html(
     )
     if compared is None:
         meta = build_meta(trace, embedded=True, notes=tuple(notes))
+        for name in _deriving(chunks):
+            meta["streams"][name]["top_block"] = derive_block(trace.streams[name])
     else:
         meta = compared.meta(embedded=True, notes=tuple(notes))
     meta["views"] = list(shown)
