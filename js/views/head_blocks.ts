@@ -85,6 +85,8 @@ export function layerRows(data: DataSource, onChange: () => void): LayerRows {
   let assembly: Assembly | null = null;
   let have = new Set<number>();
   let asked = new Set<number>();
+  /** Blocks a fetch ahead of need was refused (a page that holds only some): not asked ahead again. */
+  let refused = new Set<number>();
   let failed: { key: string; error: string } | null = null;
   let rev = 0;
   let generation = 0; // a new layer: answers for the old one are dropped
@@ -119,7 +121,7 @@ export function layerRows(data: DataSource, onChange: () => void): LayerRows {
   function fetch(firsts: readonly number[], wait: boolean): void {
     const want = new Map<string, number>();
     for (const first of firsts) {
-      if (have.has(first) || asked.has(first)) continue;
+      if (have.has(first) || asked.has(first) || (!wait && refused.has(first))) continue;
       const cached = data.peek(blockKey(first));
       if (cached && !cached.error) { adopt(first, cached); continue; }
       asked.add(first);
@@ -133,6 +135,7 @@ export function layerRows(data: DataSource, onChange: () => void): LayerRows {
         const c = got.get(key);
         if (c && !c.error) { adopt(first, c); continue; }
         asked.delete(first); // a block fetched ahead is asked for again when a draw needs it
+        if (!wait) refused.add(first); // ... and not ahead again: each draw would ask once more
         if (wait && !failed) failed = { key, error: c?.error ?? "missing" };
       }
       onChange();
@@ -145,7 +148,7 @@ export function layerRows(data: DataSource, onChange: () => void): LayerRows {
       stream = s; layer = l; queries = sm.q_len; heads = sm.num_heads; topK = sm.top_k;
       block = blockRowsOf(sm);
       whole = null; assembly = null; failed = null;
-      have = new Set(); asked = new Set();
+      have = new Set(); asked = new Set(); refused = new Set();
       generation++; rev++;
       if (!block) {
         const key = topKey(s, l);

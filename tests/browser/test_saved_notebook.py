@@ -105,3 +105,43 @@ def test_nbconvert_html_shows_each_view_offline(
     assert head.locator('[data-testid="layer-select"]').input_value() == "3"
     if screenshots.enabled:
         screenshots.take("nbconvert-snapshot", page)
+
+
+def test_a_long_inputs_snapshot_holds_the_rows_on_screen_not_the_layer(
+    tmp_path: Path, page: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A whole layer of top keys is the dearest chunk of a long input (3.3 s at 8192
+    # tokens, on every display of the widget) and too large for a snapshot anyway.
+    import numpy as np
+
+    import attnscope.encode.meta as meta_module
+    from attnscope import AttentionStream, AttentionTrace, AttentionWidget, Tokens
+    from attnscope.display.snapshot import snapshot_html
+    from attnscope.encode import chunks as chunks_module
+
+    monkeypatch.setattr(meta_module, "TOP_BLOCK_SCORES", 16 * 200)  # 16-row blocks
+    n = 200
+    q = np.random.default_rng(0).normal(size=(1, 2, n, 8)).astype(np.float32)
+    causal = np.stack([np.zeros(n, np.int32), np.arange(1, n + 1, dtype=np.int32)], axis=1)
+    stream = AttentionStream(queries=q, keys=q, scaling=np.ones(1), key_spans=causal[None])
+    widget = AttentionWidget(
+        AttentionTrace.from_streams(Tokens([f"w{i}" for i in range(n)]), [stream])
+    )
+    asked: list[int | None] = []
+    real = chunks_module.top_arrays
+    monkeypatch.setattr(
+        chunks_module,
+        "top_arrays",
+        lambda s, position, first: asked.append(first) or real(s, position, first),
+    )
+    frame_html = snapshot_html(widget)
+    assert asked
+    assert None not in asked  # blocks of rows only, never the whole layer
+    assert set(asked) == {0, 16, 32}  # the head view's first draw: rows 0-35
+    host = tmp_path / "saved.html"
+    host.write_text(f"<!doctype html><html><body>{frame_html}</body></html>", encoding="utf-8")
+    page.goto(host.as_uri())
+    frame = page.locator("iframe.attnscope-snapshot").element_handle().content_frame()
+    wait_for_widget(frame, root=VIEW_ROOTS["head"])
+    stats = canvas_stats(frame.locator('[data-testid="head-canvas"]').first)
+    assert stats.painted > 1000, "the snapshot drew none of its rows"

@@ -114,6 +114,24 @@ describe("a layer's rows, a block at a time", () => {
     expect(rows.error()).toBeNull();
   });
 
+  it("a block refused ahead of need is not asked for ahead again (a page holding only some)", async () => {
+    const { data, requested, sm } = source({ tokens: 40, layers: 1, topBlock: 8 }, (k) => k === "top:self:0:16");
+    let changes = 0;
+    const rows = layerRows(data, () => { changes++; });
+    rows.show("self", 0, sm);
+    rows.need([[0, 12]]);
+    await until(() => changes > 0);
+    expect(rows.need([[0, 12]])).toBe(true); // 0 and 8 in; 16 asked ahead
+    await until(() => changes > 1);
+    const asked = requested.flat().length;
+    for (let i = 0; i < 3; i++) expect(rows.need([[0, 12]])).toBe(true); // each draw
+    expect(requested.flat().length).toBe(asked);
+    expect(rows.error()).toBeNull(); // nothing on screen needs it
+    expect(rows.need([[0, 20]])).toBe(false); // now a draw does: asked, and its error kept
+    await until(() => rows.error() !== null);
+    expect(rows.error()!.key).toBe("top:self:0:16");
+  });
+
   it("whole-layer chunks where the stream has no blocks, and neighbours fetched whole", async () => {
     const { data, requested, sm } = source({ tokens: 12, layers: 3 });
     let changes = 0;

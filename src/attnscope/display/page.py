@@ -22,7 +22,7 @@ from attnscope.encode.arrays import NamedArray
 from attnscope.encode.chunks import ChunkKey, all_keys, encode_chunk, parse_key
 from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.from_logits import layer_top_keys
-from attnscope.encode.meta import build_meta, stream_top_k
+from attnscope.encode.meta import build_meta, stream_top_block, stream_top_k
 from attnscope.encode.pack import HALF_ARRAYS, pack_chunk
 from attnscope.encode.selection import VIEWS, ViewName, check_views, default_selection
 from attnscope.errors import AttnscopeError
@@ -177,6 +177,11 @@ def derive_block(stream: AttentionStream) -> int | None:
 
 MIN_DERIVE_BLOCK = 16
 """Fewest query rows of a derived page's ``top:`` block."""
+
+
+def _with_blocks(chunks: Mapping[str, Any]) -> set[str]:
+    """Streams some of whose ``top:`` chunks the page holds as blocks of rows."""
+    return {key.split(":")[1] for key in chunks if key.startswith("top:") and key.count(":") == 3}
 
 
 def _deriving(chunks: Mapping[str, Any]) -> set[str]:
@@ -382,6 +387,8 @@ def page_html(
         meta = build_meta(trace, embedded=True, notes=tuple(notes))
         for name in _deriving(chunks):
             meta["streams"][name]["top_block"] = derive_block(trace.streams[name])
+        for name in _with_blocks(chunks):  # a snapshot's first rows of a long layer
+            meta["streams"][name]["top_block"] = stream_top_block(trace.streams[name])
     else:
         meta = compared.meta(embedded=True, notes=tuple(notes))
     meta["views"] = list(shown)

@@ -16,6 +16,7 @@ import html
 from typing import TYPE_CHECKING
 
 from attnscope.display.page import page_html
+from attnscope.encode.meta import stream_top_block
 
 if TYPE_CHECKING:
     from attnscope.display.widget import AttentionWidget
@@ -27,6 +28,9 @@ SNAPSHOT_HEIGHT_PX = 620
 """Most height of the snapshot's frame; the view scrolls inside it when it is taller."""
 
 _HEAD_ROW_PX, _HEAD_CHROME_PX = 18, 110  # the head view's token rows and its bars above them
+# The head view's height and the rows it draws past each edge (js/views/head_lines.ts:
+# MAX_VIEW_H, OVERSCAN): its first draw reads the rows of that much.
+_HEAD_VIEW_PX, _HEAD_OVERSCAN = 560, 4
 
 
 def snapshot_text(widget: AttentionWidget) -> str:
@@ -88,10 +92,31 @@ def _shown_keys(widget: AttentionWidget) -> list[str]:
     # Only what the current view draws as it is now: one chunk, or two for the neuron view.
     stream, layer, head = widget.stream, widget.layer, widget.head
     if widget.view == "head":
-        return [f"top:{stream}:{layer}"]
+        return _head_keys(widget)
     if widget.view == "model":
         return [f"thumbs:{stream}"]
     return [f"qk:{stream}:{layer}:{head}", f"attn:{stream}:{layer}:{head}"]
+
+
+def _head_keys(widget: AttentionWidget) -> list[str]:
+    """The ``top:`` keys of the rows the head view draws first, and of the selected query.
+
+    The blocks of those rows (``top:<stream>:<layer>:<first row>``), or the
+    whole layer when one block holds it. A whole layer of a long input is
+    the dearest chunk there is (3.3 s at 8192 tokens, at every display) and
+    larger than a snapshot holds.
+    """
+    stream, layer = widget.stream, widget.layer
+    block = stream_top_block(widget.trace.streams[stream])
+    q_len = widget.trace.streams[stream].q_len
+    if block >= q_len:
+        return [f"top:{stream}:{layer}"]
+    drawn = -(-_HEAD_VIEW_PX // _HEAD_ROW_PX) + _HEAD_OVERSCAN + 1  # rows a first draw reads
+    rows = set(range(min(drawn, q_len)))
+    if widget.query is not None and 0 <= widget.query < q_len:
+        rows.add(widget.query)
+    firsts = sorted({row - row % block for row in rows})
+    return [f"top:{stream}:{layer}:{first}" for first in firsts]
 
 
 def _frame_height(widget: AttentionWidget) -> int:
