@@ -87,13 +87,20 @@ export function hideTokens(r: Rows, hiddenQuery: ArrayLike<number>, hiddenKey: A
 /** Number of words in a word-id list (ids run 0, 1, 2, ...). */
 export const wordCount = (words: readonly number[]): number => (words.length ? (words[words.length - 1] as number) + 1 : 0);
 
+/** Most values `mergeWords` writes densely (heads × words × words: 16 MB of float32). */
+export const DENSE_WORDS = 1 << 22;
+
 /**
  * Pieces merged into words, as attnscope.analysis.merge_words: attention to a
  * word is the sum over its key pieces, from a word the mean over its query
- * pieces. Returns every key word in order (dense).
+ * pieces. Every key word in order (dense) while that is at most `denseLimit`
+ * values; past it (thousands of tokens: 12 × 3500² words would be 590 MB)
+ * each word row holds the key words its pieces reach, strongest first: all
+ * of them, up to twice a token's slots (the rest are the weakest).
  */
-export function mergeWords(r: Rows, queryWords: readonly number[], keyWords: readonly number[]): Rows {
+export function mergeWords(r: Rows, queryWords: readonly number[], keyWords: readonly number[], denseLimit = DENSE_WORDS): Rows {
   const nq = wordCount(queryWords), nk = wordCount(keyWords);
+  if (r.heads * nq * nk > denseLimit) return mergeWordsSparse(r, queryWords, keyWords, nq, nk);
   const pieces = new Float32Array(nq);
   for (const w of queryWords) pieces[w] = (pieces[w] as number) + 1;
   const value = new Float32Array(r.heads * nq * nk);
@@ -111,6 +118,48 @@ export function mergeWords(r: Rows, queryWords: readonly number[], keyWords: rea
     }
   }
   return { heads: r.heads, queries: nq, keys: nk, slots: nk, index: null, value };
+}
+
+/** `mergeWords` as rows of (key word, weight), a word row as wide as its pieces' slots together. */
+function mergeWordsSparse(r: Rows, queryWords: readonly number[], keyWords: readonly number[], nq: number, nk: number): Rows {
+  // The query tokens of each word, grouped.
+  const starts = new Uint32Array(nq + 1);
+  for (const w of queryWords) starts[w + 1] = (starts[w + 1] as number) + 1;
+  let most = 0;
+  for (let w = 0; w < nq; w++) {
+    most = Math.max(most, starts[w + 1] as number);
+    starts[w + 1] = (starts[w + 1] as number) + (starts[w] as number);
+  }
+  const tokens = new Uint32Array(r.queries), fill = starts.slice(0, nq);
+  for (let q = 0; q < r.queries; q++) tokens[fill[queryWords[q] as number]!++] = q;
+  // A row keeps at most twice a token's slots: one word of many pieces (a URL, a number)
+  // would otherwise widen every row of the layer.
+  const S = Math.min(nk, r.slots * Math.min(most, 2));
+  const index = new Uint32Array(r.heads * nq * S), value = new Float32Array(r.heads * nq * S);
+  const acc = new Float32Array(nk), seen = new Uint8Array(nk), touched: number[] = [];
+  for (let hd = 0; hd < r.heads; hd++) {
+    for (let qw = 0; qw < nq; qw++) {
+      const from = starts[qw] as number, to = starts[qw + 1] as number, share = 1 / (to - from);
+      touched.length = 0;
+      for (let p = from; p < to; p++) {
+        const base = (hd * r.queries + (tokens[p] as number)) * r.slots;
+        for (let t = 0; t < r.slots; t++) {
+          const v = r.value[base + t] as number;
+          if (v === 0) continue;
+          const kw = keyWords[r.index ? (r.index[base + t] as number) : t] as number;
+          if (!seen[kw]) { seen[kw] = 1; touched.push(kw); }
+          acc[kw] = (acc[kw] as number) + v * share;
+        }
+      }
+      touched.sort((a, b) => (acc[b] as number) - (acc[a] as number) || a - b);
+      const out = (hd * nq + qw) * S;
+      touched.forEach((kw, i) => {
+        if (i < S) { index[out + i] = kw; value[out + i] = acc[kw] as number; }
+        acc[kw] = 0; seen[kw] = 0;
+      });
+    }
+  }
+  return { heads: r.heads, queries: nq, keys: nk, slots: S, index, value };
 }
 
 /** Only the rows of `queries` (display rows) keep their weights: the lines of several queries at once. */

@@ -41,6 +41,33 @@ describe("head transforms", () => {
     expect(rowsOf(mergeWords(r, [0, 1, 1], [0, 1, 1]))).toEqual([[[0.5, 0.5], [0.25, 0.75]]]);
   });
 
+  it("merges a long input's words into rows of the key words they reach (no heads × words² array), equal to the dense merge", () => {
+    // 2 heads, 7 tokens of 4 words, top 3 keys per row.
+    const queryWords = [0, 1, 1, 2, 2, 2, 3], keyWords = queryWords;
+    const index = [], value = [];
+    for (let row = 0; row < 14; row++) {
+      index.push(row % 7, (row + 2) % 7, (row + 5) % 7);
+      value.push(0.5, 0.3, row % 3 === 0 ? 0 : 0.2);
+    }
+    const r: Rows = { heads: 2, queries: 7, keys: 7, slots: 3, index, value: Float32Array.from(value) };
+    const dense = mergeWords(r, queryWords, keyWords);
+    expect(dense.index).toBeNull();
+    const sparse = mergeWords(r, queryWords, keyWords, 0);
+    expect(sparse.index).not.toBeNull();
+    expect(sparse.slots).toBeLessThan(dense.slots * 2);
+    const got = rowsOf(densify(sparse)), want = rowsOf(dense);
+    got.forEach((head, h) => head.forEach((row, q) => row.forEach((v, k) => expect(v).toBeCloseTo(want[h]![q]![k]!, 6))));
+    // A word of many pieces keeps twice a token's slots: its strongest key words.
+    const pieces: Rows = { heads: 1, queries: 3, keys: 3, slots: 1, index: [0, 1, 2], value: Float32Array.from([0.9, 0.6, 0.3]) };
+    const merged = mergeWords(pieces, [0, 0, 0], [0, 1, 2], 0);
+    expect([merged.slots, Array.from(merged.index!)]).toEqual([2, [0, 1]]);
+    Array.from(merged.value).forEach((v, i) => expect(v).toBeCloseTo([0.3, 0.2][i]!, 6));
+    for (let row = 0; row < 8; row++) { // strongest first
+      const w = Array.from(sparse.value.subarray(row * sparse.slots, (row + 1) * sparse.slots));
+      expect(w).toEqual([...w].sort((a, b) => b - a));
+    }
+  });
+
   it("keeps and sums several queries, max over heads", () => {
     const r = dense([[[0.5, 0.5], [1, 0]], [[0, 1], [0, 1]]]);
     expect(rowsOf(keepQueries(r, [1]))).toEqual([[[0, 0], [1, 0]], [[0, 0], [0, 1]]]);
