@@ -179,18 +179,21 @@ MIN_DERIVE_BLOCK = 16
 """Fewest query rows of a derived page's ``top:`` block."""
 
 
-def _with_blocks(chunks: Mapping[str, Any]) -> set[str]:
-    """Streams some of whose ``top:`` chunks the page holds as blocks of rows."""
-    return {key.split(":")[1] for key in chunks if key.startswith("top:") and key.count(":") == 3}
+def _offered_blocks(trace: AttentionTrace, chunks: Mapping[str, Any]) -> dict[str, int | None]:
+    """``top_block`` of each stream whose ``top:`` the page offers in blocks of rows.
 
-
-def _deriving(chunks: Mapping[str, Any]) -> set[str]:
-    """Streams whose embedded ``qk:`` chunks carry row maxima: the page computes their ``top:``."""
-    return {
-        key.split(":")[1]
-        for key, chunk in chunks.items()
-        if key.startswith("qk:") and any(a["name"] == "rowmax" for a in chunk.get("arrays", ()))
-    }
+    A stream whose ``qk:`` chunks carry row maxima is computed in the page
+    (:func:`derive_block` rows a block); one whose ``top:`` chunks the page
+    holds as blocks (a snapshot's first rows of a long layer) has Python's.
+    """
+    offered: dict[str, int | None] = {}
+    for key, chunk in chunks.items():
+        kind, name = key.split(":")[:2]
+        if kind == "qk" and any(a["name"] == "rowmax" for a in chunk.get("arrays", ())):
+            offered[name] = derive_block(trace.streams[name])
+        elif kind == "top" and key.count(":") == 3:
+            offered[name] = stream_top_block(trace.streams[name])
+    return offered
 
 
 def _embed(
@@ -385,10 +388,8 @@ def page_html(
     )
     if compared is None:
         meta = build_meta(trace, embedded=True, notes=tuple(notes))
-        for name in _deriving(chunks):
-            meta["streams"][name]["top_block"] = derive_block(trace.streams[name])
-        for name in _with_blocks(chunks):  # a snapshot's first rows of a long layer
-            meta["streams"][name]["top_block"] = stream_top_block(trace.streams[name])
+        for name, block in _offered_blocks(trace, chunks).items():
+            meta["streams"][name]["top_block"] = block
     else:
         meta = compared.meta(embedded=True, notes=tuple(notes))
     meta["views"] = list(shown)
