@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from attnscope.errors import AttnscopeError
@@ -33,3 +34,20 @@ def static_file(name: str) -> Path:
             "attnscope with `pip install --force-reinstall attnscope`."
         )
     return path
+
+
+@cache
+def static_text(name: str) -> str:
+    """Text of a built front-end file, read once per process (see :func:`static_file`).
+
+    The widget hands anywidget its bundle as text: given a path, anywidget 0.11
+    watches the file for hot reload and keeps a strong reference to every
+    widget through the watcher's signal, so no widget (nor its trace) is ever
+    freed (anywidget issue #929).
+
+    Examples
+    --------
+    >>> static_text("widget.js") is static_text("widget.js")
+    True
+    """
+    return static_file(name).read_text(encoding="utf-8")

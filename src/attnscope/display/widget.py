@@ -14,11 +14,11 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from attnscope._static import static_file
+from attnscope._static import static_text
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.analysis.statistics import STATISTICS
 from attnscope.display.page import DEFAULT_MAX_BYTES, save_html
-from attnscope.display.snapshot import snapshot_bundle
+from attnscope.display.snapshot import saved_chunks, snapshot_bundle
 from attnscope.display.where_called import shown_this_cell
 from attnscope.encode.analysis_chunks import pseudo_heads
 from attnscope.encode.chunks import ChunkCache
@@ -94,13 +94,23 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     ['mean', 'rollout']
     """
 
-    _esm = static_file("widget.js")
-    _css = static_file("widget.css")
+    # As text, not as paths: anywidget would watch the files for hot reload and keep
+    # every widget, and its trace, alive through the watcher (anywidget issue #929).
+    _esm = static_text("widget.js")
+    _css = static_text("widget.css")
 
     _meta = t.Dict().tag(sync=True)
     """Everything small about the trace (``docs/protocol.md``, "_meta"); set once.
 
     Type: dict. Default: built from the trace.
+    """
+    _saved = t.Dict().tag(sync=True)
+    """The current view's chunks as the widget was displayed, so saved widget state draws.
+
+    Deflate-raw base64 text in the exported page's format, capped at
+    :data:`~attnscope.display.snapshot.SAVED_STATE_BYTES`; the browser reads
+    them before asking the kernel (``docs/protocol.md``, "Saved widget state").
+    Type: dict. Default: ``{}``, set at each display.
     """
     view = t.Enum(VIEWS, default_value="head").tag(sync=True)
     """The view shown: ``"head"``, ``"model"`` or ``"neuron"``; one of :attr:`views`.
@@ -261,6 +271,27 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         super().__init__(_meta={**meta, "views": list(self._views)}, **state)
         self.on_msg(self._on_message)
 
+    def close(self) -> None:
+        """Close the widget: its views leave the page and its encoded chunks are freed now.
+
+        The trace stays readable (:attr:`trace`), and nothing of attnscope's keeps
+        the widget: once the caller drops it, it and its trace are freed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from attnscope import AttentionTrace, AttentionWidget
+        >>> w = AttentionWidget(AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32)))
+        >>> _ = w.answer({"type": "request", "keys": ["thumbs:self"]})
+        >>> w.close()
+        >>> w.chunk_cache.nbytes
+        0
+        """
+        self._cache = ChunkCache()
+        if self._compared is not None:
+            self._compared._cache = ChunkCache()  # its encoded A, B and A - B chunks
+        super().close()
+
     def _ipython_display_(self) -> None:
         # show_* already displayed this widget where it was called: the same cell's last
         # line (`w`) must not show it a second time. A later cell shows it again.
@@ -295,6 +326,11 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         (True, True)
         """
         return self._comparison
+
+    @property
+    def compared_chunks(self) -> ComparisonChunks | None:
+        """A comparison's chunks of A, B and A − B (None for a single trace)."""
+        return self._compared
 
     @property
     def chunk_cache(self) -> ChunkCache:
@@ -564,6 +600,8 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if bundle is None:
             return None
         data, metadata = bundle
+        # Before the output exists: a notebook that stores widget state keeps this update.
+        self._saved = saved_chunks(self)
         return {**data, **snapshot_bundle(self)}, metadata
 
     # -- chunk requests ----------------------------------------------------------------

@@ -12,7 +12,9 @@ no key gets a row of zeros).
 
 from __future__ import annotations
 
+import itertools
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -148,10 +150,12 @@ def logit_rows(
     >>> logit_rows(s, 0, 0, slice(0, 2)).tolist()
     [[2.0, -inf], [2.0, 2.0]]
     """
-    queries, keys = _qk(stream)
+    import torch
+
+    queries, _ = _qk(stream)
     stop = stream.k_len if stop is None else stop
-    q = _tensor(queries[position, head, rows]).to(stream.device)
-    k = _tensor(keys[position, stream.kv_head(head), :stop]).to(stream.device)
+    q = _tensor(queries[position, head, rows]).to(stream.device, torch.float32)
+    k = layer_keys(stream, position)[stream.kv_head(head), :stop]
     return _eager_terms(
         q @ k.T, stream, position, rows, lambda term: _term(term, position, head, rows)
     )
@@ -195,7 +199,65 @@ def _eager_terms(
 _WORK = threading.local()
 
 
-def work_buffer(values: int, device: torch.device | str, *, reserve: int = 0) -> torch.Tensor:
+def layer_keys(stream: AttentionStream, position: int) -> torch.Tensor:
+    """One layer's keys ``(kv_heads, k_len, head_dim)`` as float32 on the stream's device.
+
+    float32 keys are a view of the stream's own array (copied only to reach
+    another device). Half-precision keys are converted once per layer and
+    kept while this thread reads that layer (one layer, O(N·d)), so the
+    blocks of a layer compute in float32 without converting its keys per block.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> q = np.ones((1, 1, 2, 4), np.float16)
+    >>> layer_keys(AttentionStream(queries=q, keys=q), 0).dtype
+    torch.float32
+    """
+    import torch
+
+    _, keys = _qk(stream)
+    layer = keys[position]
+    if layer.dtype == np.float32:
+        return _tensor(layer).to(stream.device)
+    kept = _WORK.__dict__.get("keys")
+    if kept is not None and kept[0] is keys and kept[1] == (position, stream.device):
+        found: torch.Tensor = kept[2]
+        return found
+    _WORK.keys = None  # the old layer's copy goes before the new one is made
+    converted = torch.from_numpy(layer).to(stream.device).float()
+    _WORK.keys = (keys, (position, stream.device), converted)
+    return converted
+_TOKENS = itertools.count()
+
+
+class _Kept:
+    """One thread's work buffer on one device, and the finaliser that frees it with its owner."""
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor
+        self.token = next(_TOKENS)
+        self.owner: weakref.finalize[Any, Any] | None = None
+
+    def adopt(self, owner: object, kept: dict[str, _Kept], place: str) -> None:
+        """Free this buffer when ``owner`` is freed (the owner it had before lets go)."""
+        if self.owner is not None and self.owner.alive:
+            if self.owner.peek()[0] is owner:  # type: ignore[index]
+                return
+            self.owner.detach()
+        self.owner = weakref.finalize(owner, _drop, kept, place, self.token)
+
+
+def _drop(kept: dict[str, _Kept], place: str, token: int) -> None:
+    entry = kept.get(place)
+    if entry is not None and entry.token == token:
+        del kept[place]
+
+
+def work_buffer(
+    values: int, device: torch.device | str, *, reserve: int = 0, owner: object | None = None
+) -> torch.Tensor:
     """A float32 tensor of ``values`` elements over memory this thread keeps for such blocks.
 
     A loop that computes a block's scores, keeps a small result and frees
@@ -208,6 +270,11 @@ def work_buffer(values: int, device: torch.device | str, *, reserve: int = 0) ->
     would be a new hole per block). The tensor is valid until this thread
     asks again.
 
+    The memory is bounded: one buffer per thread and device. Given an
+    ``owner`` (the stream whose blocks it holds), the buffer is freed when
+    that owner is (a closed widget's trace leaves no buffer behind) unless a
+    later owner adopted it.
+
     Examples
     --------
     >>> work_buffer(6, "cpu").shape
@@ -217,14 +284,18 @@ def work_buffer(values: int, device: torch.device | str, *, reserve: int = 0) ->
     """
     import torch
 
-    kept: dict[str, torch.Tensor] = _WORK.__dict__.setdefault("buffers", {})
+    kept: dict[str, _Kept] = _WORK.__dict__.setdefault("buffers", {})
     place = str(device)
-    buffer = kept.get(place)
-    if buffer is None or buffer.numel() < values:
+    entry = kept.get(place)
+    if entry is None or entry.tensor.numel() < values:
+        if entry is not None and entry.owner is not None:
+            entry.owner.detach()
         kept.pop(place, None)
         size = max(values, reserve, 1)
-        buffer = kept[place] = torch.empty(size, dtype=torch.float32, device=device)
-    return buffer[:values]
+        entry = kept[place] = _Kept(torch.empty(size, dtype=torch.float32, device=device))
+    if owner is not None:
+        entry.adopt(owner, kept, place)
+    return entry.tensor[:values]
 
 
 def logit_heads(
@@ -255,19 +326,24 @@ def logit_heads(
 
     queries, keys = _qk(stream)
     stop = stream.k_len if stop is None else stop
-    q = _tensor(queries[position, :, rows]).to(stream.device)
+    q = _tensor(queries[position, :, rows]).to(stream.device, torch.float32)
     layer = keys[position]
     # The first keys of each head as a view (a copy of them would be the largest
-    # cost of a block at long inputs); a read-only array is copied only that far.
-    k = (_tensor(layer)[:, :stop] if layer.flags.writeable else _tensor(layer[:, :stop])).to(
-        stream.device
-    )
+    # cost of a block at long inputs); a read-only array is copied only that far;
+    # half-precision keys are converted once per layer (layer_keys).
+    if layer.dtype != np.float32:
+        k = layer_keys(stream, position)[:, :stop]
+    elif layer.flags.writeable:
+        k = _tensor(layer)[:, :stop].to(stream.device)
+    else:
+        k = _tensor(layer[:, :stop]).to(stream.device)
     # Query heads sharing a key head are consecutive: one product per key head.
     heads, n = q.shape[0], q.shape[1]
     grouped = q.reshape(k.shape[0], -1, q.shape[2])
     if reuse:
         reserve = heads * n * stream.k_len  # this block's rows at any stop
-        out = work_buffer(heads * n * stop, q.device, reserve=reserve).view(k.shape[0], -1, stop)
+        buffer = work_buffer(heads * n * stop, q.device, reserve=reserve, owner=stream)
+        out = buffer.view(k.shape[0], -1, stop)
         scores = torch.matmul(grouped, k.transpose(1, 2), out=out)
     else:
         scores = grouped @ k.transpose(1, 2)
