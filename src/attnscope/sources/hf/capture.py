@@ -40,6 +40,7 @@ from attnscope.sources.hf.generate import (
     plan_generation,
 )
 from attnscope.sources.hf.generic import capture_generic
+from attnscope.sources.hf.key_structure import compressed_key_layers, without_compressed
 from attnscope.sources.hf.layer_groups import Axis
 from attnscope.sources.hf.layer_progress import layer_progress
 from attnscope.sources.hf.loading import load_model, load_tokenizer
@@ -181,8 +182,11 @@ def _streams(
         for side, enc in sides.items()
     }
     streams: list[AttentionStream] = []
+    compressed = compressed_key_layers(model)  # read from the modules, never from counts
     for name, found in calls.items():
         query_side, key_side = _SIDES[name]
+        found, left_out = without_compressed(name, found, compressed)
+        notes.extend(left_out)
         built, more = build_streams(
             name,
             found,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -91,7 +91,9 @@ def _original_function(model: Any) -> AttentionFunction | None:
 
     if model.config._attn_implementation != "sdpa":
         return None
-    return AttentionInterface._global_mapping.get("sdpa")  # type: ignore[no-any-return]
+    # Typed against our own AttentionFunction, not transformers' private return types
+    # (5.24 narrowed them and broke the old ignore).
+    return cast("AttentionFunction | None", AttentionInterface._global_mapping.get("sdpa"))
 
 
 def _fast_function(model: Any) -> AttentionFunction | None:
@@ -100,7 +102,9 @@ def _fast_function(model: Any) -> AttentionFunction | None:
 
     if not getattr(type(model), "_supports_sdpa", False):
         return None
-    return AttentionInterface._global_mapping.get("sdpa")  # type: ignore[no-any-return]
+    # Typed against our own AttentionFunction, not transformers' private return types
+    # (5.24 narrowed them and broke the old ignore).
+    return cast("AttentionFunction | None", AttentionInterface._global_mapping.get("sdpa"))
 
 
 def _label_calls(outputs: Any, calls: Sequence[AttentionCall]) -> list[Label | None]:
