@@ -7,6 +7,7 @@ notebook cell keeps only its real output.
 
 from __future__ import annotations
 
+import time
 from typing import IO, Any
 
 DELAY = 2.0
@@ -43,9 +44,46 @@ def progress(total: int, description: str, unit: str = "it") -> Any:
     }
     if FILE is None and _in_notebook_kernel():
         return _cell_bar()(**options)
+    return _text_bar()(**options)
+
+
+def _delayed(bar: type[Any]) -> type[Any]:
+    """``bar`` that draws nothing until :data:`DELAY` s after it was made.
+
+    tqdm's own ``delay`` counts from the last ``reset()``, and ``reset()``
+    draws at once: a capture's bar (reset for each pass) appeared at the
+    start of every capture, however short.
+    """
+
+    class Delayed(bar):  # type: ignore[misc,valid-type]
+        def __init__(self, **options: Any) -> None:
+            self.born = time.monotonic()
+            self.wait = float(options.get("delay") or 0.0)
+            self.drawn = False
+            super().__init__(**options)
+
+        def due(self) -> bool:
+            return time.monotonic() - self.born >= self.wait
+
+        def refresh(self, *args: Any, **kwargs: Any) -> Any:
+            if not self.due():
+                return False
+            self.drawn = True
+            return super().refresh(*args, **kwargs)
+
+        def close(self) -> None:
+            if self.drawn:  # tqdm clears only a bar older than its delay since the last reset
+                last: float = getattr(self, "last_print_t")  # noqa: B009  (untyped in tqdm)
+                self.last_print_t = max(last, self.start_t + self.delay)
+            super().close()
+
+    return Delayed
+
+
+def _text_bar() -> type[Any]:
     from tqdm.std import tqdm  # type: ignore[import-untyped]  # no stubs in the venv
 
-    return tqdm(**options)
+    return _delayed(tqdm)
 
 
 def _in_notebook_kernel() -> bool:
@@ -65,13 +103,13 @@ def _in_notebook_kernel() -> bool:
     return True
 
 
-def _cell_bar() -> Any:
+def _cell_bar() -> type[Any]:
     """The notebook widget bar of tqdm, displayed through a handle that its close empties."""
     from IPython.display import display as show_output
     from tqdm.notebook import tqdm_notebook  # type: ignore[import-untyped]
     from tqdm.std import tqdm as text_bar
 
-    class CellBar(tqdm_notebook):  # type: ignore[misc]
+    class CellBar(_delayed(tqdm_notebook)):  # type: ignore[misc]
         displayed: bool
 
         def __init__(self, **options: Any) -> None:
@@ -79,8 +117,8 @@ def _cell_bar() -> Any:
             super().__init__(display=False, **options)
 
         def display(self, *args: Any, check_delay: bool = True, **kwargs: Any) -> Any:
-            # tqdm calls this with check_delay once the delay has passed: show it then.
-            if check_delay and not self.displayed and not self.disable:
+            # Shown from the first refresh past the delay, never from close or reset.
+            if check_delay and self.drawn and not self.displayed and not self.disable:
                 self.handle = show_output(self.container, display_id=True)  # type: ignore[no-untyped-call]
                 self.displayed = True
             return super().display(*args, check_delay=False, **kwargs)
@@ -90,7 +128,9 @@ def _cell_bar() -> Any:
                 return
             text_bar.close(self)
             if self.handle is not None:
-                self.handle.update({"text/plain": ""}, raw=True)
+                # An output with no data at all: the notebook draws nothing for it (an
+                # empty text/plain would keep a blank output row in the cell).
+                self.handle.update({}, raw=True)
             self.container.close()
 
     return CellBar
