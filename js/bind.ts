@@ -4,6 +4,7 @@
 import { renderApp } from "./app";
 import { createChunkDecoder, createChunkSource, isChunksMessage, type ChunkSource, type RawBuffer } from "./data";
 import { offeredViews } from "./offered_views";
+import { decodeEmbedded, hasNoKernel, NEEDS_KERNEL, SAVED_NOTE, savedChunks, type EmbeddedChunk } from "./saved";
 import { createStore } from "./state";
 import { readSelection, syncSelection } from "./trait_sync";
 import type { ModelHost } from "./traits";
@@ -19,9 +20,20 @@ export function errorBox(el: HTMLElement, text: string): Cleanup {
   return () => box.remove();
 }
 
-/** Chunks asked for with `request` messages and answered with `chunks` messages (docs/protocol.md, "Messages"). */
-function chunksThrough(model: ModelHost): { data: ChunkSource; close: Cleanup } {
-  const data = createChunkSource((keys) => model.send({ type: "request", keys }));
+/**
+ * Chunks asked for with `request` messages and answered with `chunks` messages
+ * (docs/protocol.md, "Messages"); those the saved state holds are read from it
+ * first, and with no kernel behind the model the rest are refused at once, saying why.
+ */
+function chunksThrough(model: ModelHost, saved: Record<string, EmbeddedChunk>, kernelless: boolean): { data: ChunkSource; close: Cleanup } {
+  const data = createChunkSource((keys) => {
+    const held = keys.filter((k) => Object.hasOwn(saved, k));
+    const asked = keys.filter((k) => !Object.hasOwn(saved, k));
+    if (held.length) void Promise.all(held.map((k) => decodeEmbedded(k, saved[k] as EmbeddedChunk))).then((cs) => data.receive(cs));
+    if (!asked.length) return;
+    if (kernelless) void Promise.resolve().then(() => data.receive(asked.map((key) => ({ key, arrays: {}, error: NEEDS_KERNEL }))));
+    else model.send({ type: "request", keys: asked });
+  });
   const decode = createChunkDecoder();
   const onMsg = (content: unknown, buffers?: RawBuffer[]): void => {
     if (isChunksMessage(content)) data.receive(decode(content, buffers ?? []));
@@ -47,11 +59,14 @@ export function mount(model: ModelHost, el: HTMLElement): Cleanup {
       return;
     }
     const store = createStore<AppState>({ ...readSelection(model, meta), resolved_theme: "light", theme_rev: 0 });
-    const chunks = chunksThrough(model);
+    const saved = savedChunks(model);
+    const kernelless = hasNoKernel(model) && Object.keys(saved).length > 0;
+    const chunks = chunksThrough(model, saved, kernelless);
     const unsync = syncSelection(model, store, offeredViews(meta));
     let cleanupApp: Cleanup;
     try {
-      cleanupApp = renderApp({ meta, store, data: chunks.data, el });
+      const shown = kernelless ? { ...meta, notes: [...(meta.notes ?? []), SAVED_NOTE] } : meta;
+      cleanupApp = renderApp({ meta: shown, store, data: chunks.data, el });
     } catch (e) {
       cleanupApp = errorBox(el, `attnscope could not render: ${(e as Error).message}`);
     }

@@ -1,12 +1,12 @@
 // In-page model host for the exported page: the part of anywidget's model API the
 // binding uses, over the saved state, answering chunk requests from the embedded,
 // compressed chunks.
-import { inflateBase64, splitConcatenated, type ArraySpec } from "./data";
 import { attnFromQk, topFromQk } from "./derive";
+import { decodeEmbedded, type EmbeddedChunk } from "./saved";
 import type { ModelHost, WidgetTraits } from "./traits";
 import type { Chunk, Meta, StreamMeta } from "./types";
 
-export interface EmbeddedChunk { arrays?: ArraySpec[]; data?: string; error?: string }
+export type { EmbeddedChunk } from "./saved";
 
 type Callback = (...args: any[]) => void;
 
@@ -33,15 +33,9 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
     if (hit) return hit;
     const e = chunks[key];
     if (!e) return derive(key) ?? { key, arrays: {}, error: "not included in this exported page (left out to bound its size)" };
-    if (e.error) return { key, arrays: {}, error: e.error };
-    try {
-      const bytes = e.data ? await inflateBase64(e.data) : new Uint8Array(0);
-      const c = { key, arrays: splitConcatenated(e.arrays ?? [], bytes) };
-      decoded.set(key, c);
-      return c;
-    } catch (err) {
-      return { key, arrays: {}, error: `could not decode: ${(err as Error).message}` };
-    }
+    const c = await decodeEmbedded(key, e);
+    if (!c.error) decoded.set(key, c);
+    return c;
   }
 
   /**

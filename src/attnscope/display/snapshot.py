@@ -13,16 +13,19 @@ notebook ranks the widget's own mime type first, so nothing shows twice.
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from attnscope.display.page import page_html
-from attnscope.encode.meta import stream_top_block
+from attnscope.display.page import embed_chunks, page_html
+from attnscope.encode.meta import generation_meta, stream_top_block
 
 if TYPE_CHECKING:
     from attnscope.display.widget import AttentionWidget
 
 SNAPSHOT_BYTES = 2_000_000
 """Most bytes of attention data (base64 text) one snapshot embeds; the JS and CSS add ~55 kB."""
+
+SAVED_STATE_BYTES = 1_000_000
+"""Most bytes of attention data (base64 text) the widget's saved state holds (``_saved``)."""
 
 SNAPSHOT_HEIGHT_PX = 620
 """Most height of the snapshot's frame; the view scrolls inside it when it is taller."""
@@ -88,13 +91,49 @@ def snapshot_html(widget: AttentionWidget, *, max_bytes: int = SNAPSHOT_BYTES) -
     )
 
 
+def saved_chunks(widget: AttentionWidget, *, max_bytes: int = SAVED_STATE_BYTES) -> dict[str, Any]:
+    """The chunks of the widget's current view, packed as the exported page packs them.
+
+    The widget's ``_saved`` trait holds them, so a notebook saved with its
+    widget state (nbclient, papermill, "Save Widget State") draws its first
+    screen in any kernel-less widget manager (nbconvert, nbviewer, docs
+    builds). Deflate-raw compressed base64 text, never binary buffers (Colab
+    drops those from a widget's initial state); at most ``max_bytes``, the
+    current layer first (``docs/protocol.md``, "Saved widget state").
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace, AttentionWidget
+    >>> w = AttentionWidget(AttentionTrace(["a", "b"], np.full((2, 4, 2, 2), 0.5, np.float32)))
+    >>> sorted(saved_chunks(w)), sorted(saved_chunks(w)["top:self:0"])
+    (['top:self:0'], ['arrays', 'data'])
+    """
+    comparison = widget.comparison
+    packed, _ = embed_chunks(
+        widget.trace,
+        {"stream": widget.stream, "layer": widget.layer},
+        max_bytes,
+        (widget.view,),
+        None if comparison is None else widget.compared_chunks,
+        keys=None if comparison is not None else _shown_keys(widget),
+        encode=widget.chunk_cache.encode,
+    )
+    return packed
+
+
 def _shown_keys(widget: AttentionWidget) -> list[str]:
-    # Only what the current view draws as it is now: one chunk, or two for the neuron view.
+    # Only what the current view draws as it is now: its chunk or two, and the ones its
+    # options add (pseudo-heads, the ranking's statistics, the generated rows).
     stream, layer, head = widget.stream, widget.layer, widget.head
     if widget.view == "head":
-        return _head_keys(widget)
+        pseudo = [f"pseudo:{stream}:{layer}"] if widget.pseudo_heads else []
+        return [*_head_keys(widget), *pseudo]
     if widget.view == "model":
-        return [f"thumbs:{stream}"]
+        generation = generation_meta(widget.trace)
+        rows = generation["prompt_length"] if generation and widget.generated_only else None
+        thumbs = f"thumbs:{stream}" if rows is None else f"thumbs:{stream}:{rows}"
+        return [thumbs, *([f"stats:{stream}"] if widget.rank_by else [])]
     return [f"qk:{stream}:{layer}:{head}", f"attn:{stream}:{layer}:{head}"]
 
 
