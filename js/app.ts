@@ -2,6 +2,7 @@
 // stream/layer/theme selectors, keyboard, and the current view.
 import { bindStep } from "./generation";
 import { helpButton } from "./help";
+import { keepsKey } from "./keys";
 import { THEME_LABELS, VIEW_LABELS } from "./labels";
 import { offeredViews } from "./offered_views";
 import { THEMES } from "./selection";
@@ -38,8 +39,10 @@ function option(sel: HTMLSelectElement, value: string, label: string): void {
 
 export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
   const L = listeners();
-  // data-lm-suppress-shortcuts: JupyterLab leaves keys pressed in here to the widget (no cell moves on ↑/↓).
-  const root = h("div", "attnscope", { tabindex: "0", "data-testid": "attnscope-root", "aria-label": meta.title ?? "attention", "data-lm-suppress-shortcuts": "true" });
+  // No data-lm-suppress-shortcuts: it would keep every JupyterLab shortcut (Ctrl+S, Shift+Enter)
+  // from working after a click in here. The keys the widget uses stop at the root (js/keys.ts).
+  const root = h("div", "attnscope", { tabindex: "0", "data-testid": "attnscope-root", "aria-label": meta.title ?? "attention" });
+  L.on<KeyboardEvent>(root, "keydown", (e) => { if (keepsKey(e)) e.stopPropagation(); });
   const header = h("div", "attnscope-header");
   const title = h("span", "attnscope-title");
   title.textContent = meta.title ?? "attnscope";
