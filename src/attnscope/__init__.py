@@ -40,6 +40,7 @@ _PUBLIC = {
     "word_ids": "attnscope.analysis",
     "scan": "attnscope.analysis.scan",
     "retrieval_scores": "attnscope.analysis.retrieval",
+    "needle_in_a_haystack": "attnscope.analysis.needle",
 }
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "heads_mean",
     "merge_words",
     "model_view",
+    "needle_in_a_haystack",
     "query_sum",
     "retrieval_scores",
     "rollout",
@@ -83,6 +85,7 @@ if TYPE_CHECKING:
         word_ids,
     )
     from attnscope.analysis.compare import AttentionComparison, compare
+    from attnscope.analysis.needle import needle_in_a_haystack
     from attnscope.analysis.retrieval import retrieval_scores
     from attnscope.analysis.scan import scan
     from attnscope.bertviz_compat import head_view, model_view
