@@ -103,8 +103,18 @@ export const mix = (a: RGB, b: RGB, t: number): RGB => [0, 1, 2].map((i) => (a[i
 /** How a heatmap maps a weight (0..1 of its cell's largest) to colour: square root, or log over 2.4 decades. */
 export type HeatScale = "linear" | "log";
 
+/**
+ * Keys past which a row that spreads its attention has every weight below 1/255
+ * of a peak of 1 (a causal model's first query): views then scale each row to
+ * its own largest weight by default, and their legends say so.
+ */
+export const LONG_INPUT = 256;
+
+/** A byte's position on the ramp: a scale of `i / 255` of the largest weight, or a function of the byte. */
+export type RampPosition = HeatScale | ((i: number) => number);
+
 /** The weight scale for heatmaps: background → accent (lifted towards white on dark backgrounds). */
-export function weightLut(theme: ThemeColors, scale: HeatScale = "linear"): Uint8ClampedArray {
+export function weightLut(theme: ThemeColors, scale: RampPosition = "linear"): Uint8ClampedArray {
   return rampLut(theme.bg, theme.dark ? mix(theme.accent, [255, 255, 255], 0.45) : theme.accent, scale);
 }
 
@@ -117,10 +127,10 @@ export function rampPosition(i: number, scale: HeatScale): number {
 }
 
 /** 256 RGBA entries from `from` to `to` (the sequential scale for weights). */
-export function rampLut(from: RGB, to: RGB, scale: HeatScale = "linear"): Uint8ClampedArray {
+export function rampLut(from: RGB, to: RGB, scale: RampPosition = "linear"): Uint8ClampedArray {
   const lut = new Uint8ClampedArray(256 * 4);
   for (let i = 0; i < 256; i++) {
-    const t = rampPosition(i, scale);
+    const t = typeof scale === "function" ? scale(i) : rampPosition(i, scale);
     for (let c = 0; c < 3; c++) lut[i * 4 + c] = (from[c] as number) + ((to[c] as number) - (from[c] as number)) * t;
     lut[i * 4 + 3] = 255;
   }

@@ -24,7 +24,7 @@ import {
 } from "./head_lines";
 import { paintCaption, paintLines, paintOffscreenCounts, paintTokenLabels, CAPTION_H } from "./head_paint";
 import { stepControl, type StepControl } from "./head_step";
-import { exportCaption, faintNotice, headOffsets, scaleControl, scaleLegend, type LineScale } from "./head_scale";
+import { defaultLineScale, exportCaption, faintNotice, headOffsets, scaleControl, scaleLegend, type LineScale } from "./head_scale";
 import { clearRows, placeRows, type TokenColumn } from "./head_tokens";
 import { diffLegend, paintSignedLines } from "./compare_head";
 
@@ -46,8 +46,8 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   const colK: TokenColumn = { el: h("div", "attnscope-hv-col attnscope-hv-k", { "data-side": "key", "aria-label": "Key tokens" }), pool: [] };
   body.append(canvas, colQ.el, colK.el);
   viewport.append(body);
-  const scaleBox = scaleControl(L, (next) => { scale = next; sched.request(); });
-  const faint = faintNotice(L, () => { scale = "row"; scaleBox.select.value = "row"; sched.request(); });
+  const scaleBox = scaleControl(L, (next) => { scale = next; chosen = false; sched.request(); });
+  const faint = faintNotice(L, () => { scale = "row"; chosen = false; scaleBox.select.value = "row"; sched.request(); });
   view.append(bar, status, faint.el, viewport);
   root.append(view);
 
@@ -68,7 +68,12 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   let colors: string[] = [];
   let generation: Generation | null = null;
   let steps: StepControl | null = null;
-  let scale: LineScale = "weight";
+  /** A comparison's signed lines keep the weight scale; a long input opens on the row scale (said in the legend). */
+  const openingScale = (): LineScale => (signed ? "weight" : defaultLineScale(stream().k_len));
+  let scale: LineScale = openingScale();
+  /** The scale is the view's own choice (not the reader's): it follows the stream, and the legend says why. */
+  let chosen = true;
+  scaleBox.select.value = scale;
   let display: Display = displayOf(meta, stream(), analysing && st().words);
   let pseudo: Chunk | null = null;
   let pseudoChunkKey = "";
@@ -240,7 +245,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     }
     const rows = loaded(), f = focusedQuery(hover, rowOf(display.wordsQ, s.query));
     const rm = rows && f >= 0 && f < display.sideQ.labels.length ? rowMax(rows, shownHeads(), f) : 0;
-    scaleBox.legend.textContent = scaleLegend(scale, f >= 0 ? rm : null);
+    scaleBox.legend.textContent = scaleLegend(scale, f >= 0 ? rm : null, chosen ? stream().k_len : null);
     // A focused row whose every weight is under 1/255 draws nothing: say so, and offer the row scale.
     faint.show(scale === "weight" && rm > 0 && rm * 255 < 1 ? `All weights of “${display.sideQ.labels[f] ?? f}” are below 1/255 (the largest is ${fmt(rm)}): too faint to draw at this scale.` : null);
     view.dataset.lines = String(lines.n);
@@ -373,6 +378,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
       colors = lineColors();
       analysis.build(theme.dark);
     }
+    if (changed.has("stream") && chosen) { scale = openingScale(); scaleBox.select.value = scale; }
     if (changed.has("stream")) rebuildStream();
     else if (changed.has("words")) rebuildRows();
     if (changed.has("pseudo_heads")) loadPseudo();

@@ -1,6 +1,7 @@
 // The head view's scale, said in words: what a line's strength and a key bar's
 // full length mean, a way to see rows whose weights are all tiny (long inputs),
 // and the caption an exported image carries.
+import { LONG_INPUT } from "../colors";
 import { imageLabel } from "../label_text";
 import { fmt, h, type Listeners } from "./common";
 import { ROW } from "./head_lines";
@@ -23,10 +24,21 @@ export function scaleControl(L: Listeners, onChange: (scale: LineScale) => void)
   return { el, select, legend };
 }
 
-/** What full strength means now; `rowMax` is the focused query's largest weight (null: no query focused). */
-export function scaleLegend(scale: LineScale, rowMax: number | null): string {
+/**
+ * The scale a view opens with: past `LONG_INPUT` keys each row to its own largest
+ * weight (a row that spreads over thousands of keys has every weight under 1/255:
+ * at the weight scale it would draw nothing), else the weight.
+ */
+export const defaultLineScale = (keys: number): LineScale => (keys > LONG_INPUT ? "row" : "weight");
+
+/**
+ * What full strength means now; `rowMax` is the focused query's largest weight
+ * (null: no query focused); `chosenFor`, the key count when the view chose the scale itself.
+ */
+export function scaleLegend(scale: LineScale, rowMax: number | null, chosenFor: number | null = null): string {
+  const why = chosenFor != null && scale === "row" ? ` (chosen for ${chosenFor} tokens: past ${LONG_INPUT}, a row's weights are each too faint to draw as weights)` : "";
   if (scale === "weight") return "lines and key bars: the weight (full = 1)";
-  return rowMax == null ? "lines: weight ÷ each query's largest" : `lines and key bars: weight ÷ row max (row max = ${fmt(rowMax)})`;
+  return (rowMax == null ? "lines: weight ÷ each query's largest" : `lines and key bars: weight ÷ row max (row max = ${fmt(rowMax)})`) + why;
 }
 
 /** The "too faint to draw" notice with its way out (switch to the row scale). */

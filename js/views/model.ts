@@ -1,7 +1,7 @@
 // Model view: a grid, one row per layer and one column per head, each cell the
 // head's thumbnail, all drawn into one canvas with one putImageData. The grid's
 // geometry and picture are in model_grid.ts; this file wires them to the store.
-import { hex, readTheme, weightLut, type HeatScale, type ThemeColors } from "../colors";
+import { hex, LONG_INPUT, readTheme, weightLut, type HeatScale, type ThemeColors } from "../colors";
 import { attnKey, statsKey, thumbsKey } from "../chunk_keys";
 import { arr } from "../data";
 import { saveButtons } from "../export_image";
@@ -11,7 +11,7 @@ import { canvasPainter, type PixelScratch } from "../paint/canvas_painter";
 import { keySide, querySide, streamOf } from "../tokens";
 import type { Chunk, Cleanup, ViewContext } from "../types";
 import { h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, watchResize, widthOf } from "./common";
-import { cellAt, GAP, gridGeometry, heatmapTile, paintGrid, placedOrigin, type GridGeometry, type GridScene, type Thumbnails } from "./model_grid";
+import { cellAt, GAP, gridGeometry, heatmapTile, paintGrid, placedOrigin, rowsToOwnMax, thumbLut, THUMB_DECADES, type GridGeometry, type GridScene, type Thumbnails } from "./model_grid";
 import { divergenceNote, gridOrder, gridOrderSelect, signedThumbnails } from "./compare_grid";
 import { divergingLut } from "./compare_colors";
 import { AXIS_LEFT, AXIS_TOP, drawPreview as paintPreview, MAP } from "./model_preview";
@@ -64,16 +64,29 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   view.append(bar, status, wrap);
   root.append(view);
 
+  const stream = () => streamOf(meta, store.get().stream);
   let theme: ThemeColors = readTheme(root, store.get().resolved_theme === "dark");
   let heat: HeatScale = "linear";
-  const lutOf = (t: ThemeColors): Uint8ClampedArray => (signed ? divergingLut(t) : weightLut(t, heat));
+  // Thumbnails are log-encoded bytes (protocol.md); a full-resolution preview is linear bytes.
+  const lutOf = (t: ThemeColors): Uint8ClampedArray => (signed ? divergingLut(t) : thumbLut(t, heat));
+  const attnLutOf = (t: ThemeColors): Uint8ClampedArray => (signed ? divergingLut(t) : weightLut(t, heat));
   let lut = lutOf(theme);
+  let attnLut = attnLutOf(theme);
+  /** Linear scale of a long input: each row of a cell to its own largest weight (else a causal cell is its first row). */
+  const perRow = (): boolean => !signed && heat === "linear" && stream().k_len > LONG_INPUT;
   const sayScale = (): void => {
-    legend.textContent = `each cell scaled to its own largest weight (${heat === "log" ? "log scale: faint weights show" : "linear"})`;
+    legend.textContent = signed
+      ? "each cell scaled to its own largest change"
+      : heat === "log"
+        ? `log scale over ${THUMB_DECADES} decades of each cell's largest weight (faintest: 10⁻${THUMB_DECADES} of it)`
+        : perRow()
+          ? `linear, each row of a cell scaled to its own largest weight (over ${LONG_INPUT} tokens a row's weights are too faint beside the cell's largest)`
+          : "each cell scaled to its own largest weight (linear)";
     view.dataset.scale = heat;
+    view.dataset.perRow = String(perRow());
   };
   sayScale();
-  L.on(scaleSel, "change", () => { heat = scaleSel.value as HeatScale; lut = lutOf(theme); sayScale(); sched.request(); });
+  L.on(scaleSel, "change", () => { heat = scaleSel.value as HeatScale; lut = lutOf(theme); attnLut = attnLutOf(theme); sayScale(); sched.request(); });
   let thumbs: Chunk | null = null;
   let loadedKey = "";
   let geo: GridGeometry = { cell: 0, width: 0, height: 0 };
@@ -81,18 +94,25 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   let hoverCell: { l: number; h: number } | null = null;
   let hoverTimer: ReturnType<typeof setTimeout> | null = null;
 
-  const stream = () => streamOf(meta, store.get().stream);
   /** First query row the cells show: the prompt's length when only generated rows are shown, else 0. */
   const firstRow = (): number => {
     const g = generationOf(meta, store.get().stream);
     return g && store.get().generated_only ? g.prompt : 0;
   };
+  /** Row-scaled copy of the loaded thumbnails' bytes, made once per chunk. */
+  let ownMax: { from: Uint8Array; data: Uint8Array } | null = null;
   /** The loaded thumbnails; rows and columns from the chunk's shape (falls back to _meta). */
   const thumbnails = (): Thumbnails | null => {
     if (!thumbs || thumbs.error) return null;
     const sm = stream(), a = arr(thumbs, "thumbs");
     if (signed) return signedThumbnails(thumbs, sm);
-    return { data: a.data as Uint8Array, rows: a.shape[2] ?? sm.thumb_rows, cols: a.shape[3] ?? sm.thumb_cols };
+    const rows = a.shape[2] ?? sm.thumb_rows, cols = a.shape[3] ?? sm.thumb_cols;
+    let bytes = a.data as Uint8Array;
+    if (perRow()) {
+      if (ownMax?.from !== bytes) ownMax = { from: bytes, data: rowsToOwnMax(bytes, cols) };
+      bytes = ownMax.data;
+    }
+    return { data: bytes, rows, cols };
   };
   let stats: Chunk | null = null;
   let statsLoaded = "";
@@ -187,9 +207,10 @@ export function renderModelView(ctx: ViewContext): Cleanup {
       let mx = 0;
       for (const v of rm) if (v > mx) mx = v;
       // Keep per-row quantisation honest: scale each row by rowmax / max.
-      const scale = Array.from(rm, (v) => (mx > 0 ? v / mx : 0));
+      // (Each row's bytes are to its own largest: left so when the grid's rows are too.)
+      const scale = perRow() ? null : Array.from(rm, (v) => (mx > 0 ? v / mx : 0));
       const weight = arr(full, "weight").data.subarray(from * sm.k_len);
-      tile = heatmapTile(place, weight, sm.q_len - from, sm.k_len, scale, lut, undefined, signed);
+      tile = heatmapTile(place, weight, sm.q_len - from, sm.k_len, scale, attnLut, undefined, signed);
       preview.dataset.source = "attn";
     } else if (small) {
       const n = small.rows * small.cols, at = (cell.l * sm.num_heads + cell.h) * n;
@@ -245,7 +266,9 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     if (changed.has("theme_rev")) {
       theme = readTheme(root, store.get().resolved_theme === "dark");
       lut = lutOf(theme);
+      attnLut = attnLutOf(theme);
     }
+    if (changed.has("stream")) sayScale();
     if (changed.has("stream") || changed.has("generated_only")) load();
     if (changed.has("stream") || changed.has("rank_by")) loadStats();
     sched.request();

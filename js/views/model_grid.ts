@@ -1,6 +1,6 @@
 // The model view's grid, one row per layer and one column per head: its
 // geometry, the pooling of thumbnails into pixels, and its picture as Painter calls.
-import { hex, type ThemeColors } from "../colors";
+import { hex, weightLut, type HeatScale, type ThemeColors } from "../colors";
 import type { Painter, Tile } from "../paint/painter";
 
 export const LABEL_W = 34;
@@ -69,6 +69,37 @@ export function heatmapTile(
   scale: ArrayLike<number> | null, lut: Uint8ClampedArray, title?: string, signed = false,
 ): Tile {
   return { ...place, title, fill: (px, stride, ox, oy, w, h) => poolInto(src, rows, cols, scale, px, stride, ox, oy, w, h, lut, signed) };
+}
+
+/** Decades of the `thumbs:` chunks' log scale (encode/arrays.py `THUMB_DECADES`; protocol.md). */
+export const THUMB_DECADES = 6;
+
+/** A `thumbs:` byte as a share of its cell's largest weight: 0 for byte 0, 10^-6 for byte 1, 1 for 255. */
+export const thumbValue = (b: number): number => (b <= 0 ? 0 : 10 ** ((-THUMB_DECADES * (255 - b)) / 254));
+
+/**
+ * Colours of `thumbs:` bytes. Log: the six decades evenly, byte 1 a little above
+ * the background; linear: the decoded weight, square-root lifted as `weightLut`.
+ */
+export function thumbLut(theme: ThemeColors, scale: HeatScale): Uint8ClampedArray {
+  return weightLut(theme, (b) => (b <= 0 ? 0 : scale === "log" ? 0.08 + (0.92 * (b - 1)) / 254 : Math.sqrt(thumbValue(b))));
+}
+
+/**
+ * Log-encoded thumbnails (`cols` bytes a row) with each row scaled to its own
+ * largest cell: in the log domain a shift, so no precision is lost. A long
+ * input's rows are each far fainter than a first-token peak; this is the
+ * linear scale's picture of where every row looks.
+ */
+export function rowsToOwnMax(src: Uint8Array, cols: number): Uint8Array {
+  const out = new Uint8Array(src.length);
+  for (let at = 0; at < src.length; at += cols) {
+    let m = 0;
+    for (let c = at; c < at + cols; c++) if ((src[c] as number) > m) m = src[c] as number;
+    const shift = 255 - m;
+    for (let c = at; c < at + cols; c++) { const b = src[c] as number; out[c] = b ? b + shift : 0; }
+  }
+  return out;
 }
 
 /**

@@ -247,6 +247,12 @@ def test_long_inputs_and_the_model_view_screenshot(
     # 6. A locked query whose weights are all under 1/255 says so and offers the row scale.
     head_out = lab.cell_output(2)
     head = wait_for_widget(head_out, root=HEAD)
+    # A long input opens on the row scale, and says why; at the weight scale the row is blank.
+    expect(head).to_have_attribute("data-scale", "row")
+    expect(head.locator('[data-testid="head-scale"]')).to_contain_text("chosen for")
+    before = draw_count(head_out, HEAD)
+    head.locator('[data-testid="head-scale-select"]').select_option("weight")
+    wait_for_next_draw(head_out, before, root=HEAD)
     faint = head.locator('[data-testid="head-faint"]')
     expect(faint).to_be_visible()
     expect(faint).to_contain_text("too faint to draw")
@@ -264,7 +270,8 @@ def test_long_inputs_and_the_model_view_screenshot(
     model_out = lab.cell_output(3)
     model = wait_for_widget(model_out, root=MODEL)
     legend = model.locator('[data-testid="model-scale"]')
-    expect(legend).to_contain_text("each cell scaled to its own largest weight")
+    # 1500 tokens: the linear scale takes each row of a cell to its own largest weight.
+    expect(legend).to_contain_text("each row of a cell scaled to its own largest weight")
     before = draw_count(model_out, MODEL)
     model.locator('[data-testid="model-scale-select"]').select_option("log")
     wait_for_next_draw(model_out, before, root=MODEL)

@@ -4,8 +4,8 @@ Binary *chunks* of attention cross to the front end (``docs/protocol.md``);
 this module builds their arrays from numpy and knows nothing of widgets or
 messages (the small JSON ``_meta`` is :mod:`attnscope.encode.meta`):
 
-- :func:`thumbnails` — block-max pooled, per-thumbnail scaled u8 pictures
-  for the model-view grid;
+- :func:`thumbnails` — block-max pooled u8 pictures for the model-view grid,
+  on a log scale of each thumbnail's largest weight (:func:`scale_thumbnails`);
 - :func:`top_keys` — each query row's strongest keys, strongest first;
 - :func:`quantize_rows` — one byte per weight plus a float32 row maximum;
 - :func:`qk_arrays` — the float32 vectors and terms the neuron view shows.
@@ -28,6 +28,8 @@ U16_LIMIT = 65536
 _BLOCK_VALUES = 1 << 22
 """Values sorted at once by :func:`top_keys`, to bound its temporary memory."""
 THUMB_SAMPLE = 16
+THUMB_DECADES = 6.0
+"""Decades of a thumbnail's log scale: byte 1 is ``10**-6`` of the thumbnail's largest weight."""
 """Most queries pooled into one thumbnail row (evenly spaced when there are more)."""
 
 NamedArray = tuple[str, npt.NDArray[Any]]
@@ -62,7 +64,7 @@ def dtype_code(dtype: np.dtype[Any]) -> str:
 
 
 def thumbnails(attention: F32Array, rows: int, cols: int) -> U8Array:
-    """Block-max pooled u8 thumbnails, each ``(layer, head)`` scaled so its maximum is 255.
+    """Block-max pooled u8 thumbnails, each on :func:`scale_thumbnails`'s log scale.
 
     Parameters
     ----------
@@ -242,16 +244,26 @@ def stream_thumbnails(
 
 
 def scale_thumbnails(pooled: F32Array) -> U8Array:
-    """Pooled weights ``(..., rows, cols)`` as u8, each thumbnail scaled so its maximum is 255.
+    """Pooled weights ``(..., rows, cols)`` as u8 on a log scale, each thumbnail to its maximum.
+
+    Byte 0 is a weight of exactly 0 (a masked key); byte ``b >= 1`` is
+    ``w / peak = 10 ** (-THUMB_DECADES * (255 - b) / 254)``: 255 the
+    thumbnail's largest weight, 1 at most ``10 ** -THUMB_DECADES`` of it. The
+    log is taken before quantisation, so the faint weights of a long causal
+    row (each far below 1/255 of a first-token peak) keep their structure;
+    the browser decodes the bytes for its linear and log scales.
 
     Examples
     --------
-    >>> scale_thumbnails(np.array([[0.1, 0.2]], np.float32)).tolist()
-    [[128, 255]]
+    >>> scale_thumbnails(np.array([[0.0, 1e-9, 0.001, 0.1, 1.0]], np.float32)).tolist()
+    [[0, 1, 128, 213, 255]]
     """
     peak = pooled.max(axis=(-2, -1), keepdims=True)
-    scale = np.divide(255.0, peak, out=np.zeros_like(peak), where=peak > 0)
-    thumbs: U8Array = np.rint(pooled * scale).astype(np.uint8)
+    ratio = np.divide(pooled, peak, out=np.zeros_like(pooled), where=peak > 0)
+    with np.errstate(divide="ignore"):
+        level = 255.0 + (254.0 / THUMB_DECADES) * np.log10(ratio)
+    level = np.where(ratio > 0, np.clip(np.rint(level), 1, 255), 0)
+    thumbs: U8Array = level.astype(np.uint8)
     return thumbs
 
 

@@ -1,0 +1,113 @@
+"""The exported page of a 4000-token causal trace, opened from disk in offline chromium.
+
+A random causal GPT-2 (4 layers x 4 heads, n_embd 64, 8192 positions) spreads
+each long row's attention over thousands of keys: every weight of a late row is
+far below 1/255 of a first-token peak. The page must still show where each
+head looks (no blank model view, no blank head view), and keep what every
+head's neuron view needs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from page_kit import ExportedPage
+
+import attnscope
+
+pytestmark = pytest.mark.browser
+
+TOKENS = 4000
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", "far", "away"]
+
+# Share of pixels of a rectangle of the canvas whose colour is not `bg` (alpha > 0
+# when `bg` is null: a transparent canvas, as the head view's lines are drawn on).
+_INK = """(el, [x, y, w, h, bg]) => {
+    const px = el.getContext("2d").getImageData(x, y, w, h).data;
+    let ink = 0;
+    for (let i = 0; i < px.length; i += 4) {
+        const off = bg == null ? 0
+            : Math.abs(px[i] - bg[0]) + Math.abs(px[i + 1] - bg[1]) + Math.abs(px[i + 2] - bg[2]);
+        if (bg == null ? px[i + 3] > 0 : off > 6) ink++;
+    }
+    return ink / (px.length / 4);
+}"""
+
+
+@pytest.fixture(scope="session")
+def long_trace(minilm: tuple[Any, Any]) -> attnscope.AttentionTrace:
+    """A random causal GPT-2's trace of about 4000 tokens (MiniLM's tokenizer makes the ids)."""
+    import torch
+    from transformers import GPT2Config, GPT2Model
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=4, n_head=4, n_embd=64, n_positions=8192)
+    model = GPT2Model(config).eval()
+    text = " ".join(WORDS[i % len(WORDS)] for i in range(TOKENS - 2))
+    trace = attnscope.capture(model, text, tokenizer=minilm[1])
+    assert len(trace.tokens) == TOKENS
+    return trace
+
+
+@pytest.fixture(scope="session")
+def long_page(
+    long_trace: attnscope.AttentionTrace, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The default ``save_html`` of ``long_trace``."""
+    return attnscope.save_html(long_trace, tmp_path_factory.mktemp("long") / "gpt2-4000")
+
+
+@pytest.fixture
+def exported(page: Any, long_page: Path) -> ExportedPage:
+    page.set_viewport_size({"width": 1100, "height": 900})
+    return ExportedPage(page, long_page.as_uri()).open()
+
+
+def ink(canvas: Any, rect: tuple[float, float, float, float], bg: list[int] | None) -> float:
+    """Share of ``rect`` (CSS pixels) of ``canvas`` that is painted (not ``bg``)."""
+    dpr = float(canvas.evaluate("(el) => el.width / el.getBoundingClientRect().width"))
+    x, y, w, h = (round(v * dpr) for v in rect)
+    return float(canvas.evaluate(_INK, [x, y, w, h, bg]))
+
+
+def test_model_view_inks_its_grid_in_log_and_linear_scale(
+    exported: ExportedPage, screenshots: Any
+) -> None:
+    view = exported.show("model")
+    canvas = exported.canvas("model")
+    box = canvas.bounding_box()
+    bg = canvas.evaluate("(el) => [...el.getContext('2d').getImageData(0, 0, 1, 1).data]")[:3]
+    grid = (34, 16, box["width"] - 34, box["height"] - 16)  # past the layer and head labels
+    linear = ink(canvas, grid, bg)
+    assert view.get_attribute("data-per-row") == "true"
+    assert "each row of a cell scaled to its own largest" in view.inner_text()
+    exported.redraw_after(
+        "model", lambda: view.locator('[data-testid="model-scale-select"]').select_option("log")
+    )
+    log = ink(canvas, grid, bg)
+    assert "log scale over 6 decades" in view.inner_text()
+    screenshots.take("long-4000-model-log", exported.picture())
+    assert log >= 0.10, f"the model view in log scale inks {log:.1%} of its grid"
+    assert linear >= 0.10, f"the model view in linear scale inks {linear:.1%} of its grid"
+
+
+def test_head_view_draws_its_last_rows_with_nothing_hovered(
+    exported: ExportedPage, screenshots: Any
+) -> None:
+    view = exported.view("head")
+    assert view.get_attribute("data-scale") == "row"
+    assert "chosen for 4000 tokens" in view.inner_text()
+    exported.page.mouse.move(0, 0)
+    viewport = exported.page.locator('[data-testid="head-viewport"]')
+    exported.redraw_after(
+        "head", lambda: viewport.evaluate("(el) => { el.scrollTop = el.scrollHeight; }")
+    )
+    assert int(view.get_attribute("data-lines") or 0) > 0
+    canvas = exported.canvas("head")
+    box = canvas.bounding_box()
+    between = (130, 0, box["width"] - 260, box["height"])  # between the two label columns
+    share = ink(canvas, between, None)
+    screenshots.take("long-4000-head-last-rows", exported.picture())
+    assert share >= 0.02, f"the head view's last rows ink {share:.1%} between the labels"

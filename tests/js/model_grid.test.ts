@@ -1,0 +1,40 @@
+import { readTheme } from "../../js/colors";
+import { rowsToOwnMax, thumbLut, thumbValue } from "../../js/views/model_grid";
+import { defaultLineScale, scaleLegend } from "../../js/views/head_scale";
+
+describe("log-encoded thumbnails (protocol.md, thumbs:)", () => {
+  it("decode as Python encodes them: 0 is no weight, 1 is 10^-6 of the peak, 255 the peak", () => {
+    // encode.arrays.scale_thumbnails([0, 1e-9, 0.001, 0.1, 1]) == [0, 1, 128, 213, 255]
+    expect(thumbValue(0)).toBe(0);
+    expect(thumbValue(1)).toBeCloseTo(1e-6, 12);
+    expect(Math.log10(thumbValue(128))).toBeCloseTo(-3, 1);
+    expect(Math.log10(thumbValue(213))).toBeCloseTo(-1, 1);
+    expect(thumbValue(255)).toBe(1);
+  });
+
+  it("a row of a cell scaled to its own largest: a shift of its bytes, zeros kept", () => {
+    const rows = rowsToOwnMax(Uint8Array.from([255, 100, 0, 0, 40, 30, 0, 0, 0]), 3);
+    expect([...rows]).toEqual([255, 100, 0, 0, 255, 245, 0, 0, 0]);
+  });
+
+  it("both scales colour a faint byte apart from the background and from the peak", () => {
+    document.body.innerHTML = '<div id="x"></div>';
+    const t = readTheme(document.getElementById("x")!, false);
+    for (const scale of ["log", "linear"] as const) {
+      const lut = thumbLut(t, scale);
+      const rgb = (b: number): number[] => [...lut.slice(b * 4, b * 4 + 3)];
+      expect(rgb(0)).toEqual(t.bg);
+      expect(rgb(255)).not.toEqual(rgb(0));
+      if (scale === "log") expect(rgb(1)).not.toEqual(rgb(0)); // 10^-6 still shows
+    }
+  });
+});
+
+describe("the head view's opening scale", () => {
+  it("is the row scale past 256 keys, and the legend says why", () => {
+    expect(defaultLineScale(256)).toBe("weight");
+    expect(defaultLineScale(4002)).toBe("row");
+    expect(scaleLegend("row", null, 4002)).toContain("chosen for 4002 tokens");
+    expect(scaleLegend("row", null, null)).not.toContain("chosen");
+  });
+});
