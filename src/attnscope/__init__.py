@@ -40,7 +40,9 @@ _PUBLIC = {
     "word_ids": "attnscope.analysis",
     "scan": "attnscope.analysis.scan",
     "retrieval_scores": "attnscope.analysis.retrieval",
+    "image_attention": "attnscope.analysis.images",
     "needle_in_a_haystack": "attnscope.analysis.needle",
+    "segments": "attnscope.analysis.segments",
 }
 
 __all__ = [
@@ -59,6 +61,7 @@ __all__ = [
     "head_view",
     "heads_max",
     "heads_mean",
+    "image_attention",
     "merge_words",
     "model_view",
     "needle_in_a_haystack",
@@ -67,6 +70,7 @@ __all__ = [
     "rollout",
     "save_html",
     "scan",
+    "segments",
     "show_head_view",
     "show_model_view",
     "show_neuron_view",
@@ -85,9 +89,11 @@ if TYPE_CHECKING:
         word_ids,
     )
     from attnscope.analysis.compare import AttentionComparison, compare
+    from attnscope.analysis.images import image_attention
     from attnscope.analysis.needle import needle_in_a_haystack
     from attnscope.analysis.retrieval import retrieval_scores
     from attnscope.analysis.scan import scan
+    from attnscope.analysis.segments import segments
     from attnscope.bertviz_compat import head_view, model_view
     from attnscope.display import AttentionWidget, save_html
     from attnscope.nn import MultiHeadAttention, MultiHeadAttentionTrace

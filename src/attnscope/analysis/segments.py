@@ -1,0 +1,324 @@
+"""Attention between segments (sentences, chat turns) and receiver heads (Thought Anchors).
+
+Bogdan, Macar, Nanda, Conmy (2025), "Thought Anchors: Which LLM Reasoning
+Steps Matter?" (arXiv:2506.19143), section 4: token attention is averaged into
+a sentence x sentence matrix per head; each sentence's *vertical score* is
+the mean attention it receives from sentences at least ``proximity`` later;
+a head's *receiver score* is the kurtosis of its vertical scores over the
+sentences: high when a few sentences draw the attention of all later ones.
+
+One pass reads each layer a block of rows at a time
+(:func:`~attnscope.analysis.access.layer_rows`): each block's weights are
+summed into key segments at once, ``(heads, rows, keys) @ (keys, S)``, so no
+more than a block of weights and ``(heads, S, S)`` sums exist at once.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from attnscope.analysis.access import (
+    Buffers,
+    Float64Array,
+    layer_rows,
+    pick_stream,
+    require_self_attention,
+)
+from attnscope.analysis.frames import head_frame
+from attnscope.analysis.token_sets import of_kind
+from attnscope.errors import AttnscopeError
+from attnscope.trace import AttentionStream, AttentionTrace, Tokens
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+IntArray = npt.NDArray[np.int64]
+
+SENTENCE_ENDS = (".", "!", "?")
+"""A token whose label ends with one of these ends a sentence (so does a line break)."""
+
+PROXIMITY = 4
+"""Thought Anchors leave out the attention of the nearest later sentences (their default: 4)."""
+
+
+def sentence_starts(tokens: Tokens) -> list[int]:
+    """Where each sentence starts: after a token ending in ``.``, ``!``, ``?`` or a line break.
+
+    Special tokens right after a sentence end (``[SEP]``, ``</s>``) stay with it:
+    the next sentence starts at the next ordinary token.
+
+    Examples
+    --------
+    >>> sentence_starts(Tokens(["Hi", ".", "How", "are", "you", "?", "Fine"]))
+    [0, 2, 6]
+    >>> sentence_starts(Tokens(["Hi", ".", "[SEP]"], kinds=["token", "token", "special"]))
+    [0]
+    """
+    starts = [0]
+    kinds = tokens.kinds
+    for i, label in enumerate(tokens.labels[:-1]):
+        if kinds[i] == "special" or not (
+            label.rstrip(" ").endswith(SENTENCE_ENDS) or "\n" in label
+        ):
+            continue
+        after = next((j for j in range(i + 1, len(kinds)) if kinds[j] != "special"), None)
+        if after is not None and after > starts[-1]:
+            starts.append(after)
+    return starts
+
+
+def turn_starts(tokens: Tokens, prompt_length: int | None) -> list[int]:
+    """Where each chat turn starts: at each run of template (special) tokens after content.
+
+    A chat trace marks the template's role names and markers ``"special"``;
+    a turn is its markers and the content after them. Generated tokens start
+    a turn of their own unless the template's generation prompt comes just
+    before them (then they are the assistant turn it opened).
+
+    Examples
+    --------
+    >>> kinds = ["special", "token", "token", "special", "special", "token"]
+    >>> turn_starts(Tokens(["<|user|>", "Hi", "!", "</s>", "<|assistant|>", "Yo"],
+    ...                    kinds=kinds), None)
+    [0, 3]
+    """
+    kinds = tokens.kinds
+    starts = {0}
+    starts |= {i for i in range(1, len(kinds)) if kinds[i] == "special" and kinds[i - 1] == "token"}
+    begin = 0 if prompt_length is None else prompt_length
+    if 0 < begin < len(kinds) and kinds[begin - 1] != "special":
+        starts.add(begin)
+    return sorted(starts)
+
+
+def check_boundaries(boundaries: object, trace: AttentionTrace, length: int) -> IntArray:
+    """Segment edges ``[0, s1, ..., length]`` from positions, ``"sentences"`` or ``"turns"``.
+
+    Positions are where segments start; 0 is added when missing.
+
+    Examples
+    --------
+    >>> t = AttentionTrace(list("abcd"), np.full((1, 1, 4, 4), 0.25, np.float32))
+    >>> check_boundaries([2], t, 4).tolist()
+    [0, 2, 4]
+    >>> check_boundaries([2, 2], t, 4)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    attnscope.errors.AttnscopeError: boundaries=[2, 2] must be increasing token positions ...
+    """
+    if boundaries == "sentences":
+        starts = sentence_starts(trace.source)
+    elif boundaries == "turns":
+        starts = turn_starts(trace.source, trace.prompt_length)
+    elif isinstance(boundaries, str):
+        raise AttnscopeError(
+            f"boundaries={boundaries!r} is not a way to split; use 'sentences', 'turns' or "
+            "a list of the token positions where segments start."
+        )
+    else:
+        given = list(boundaries) if isinstance(boundaries, Sequence | np.ndarray) else None
+        ok = given is not None and all(
+            isinstance(b, int | np.integer) and not isinstance(b, bool) for b in given
+        )
+        starts = [int(b) for b in given] if ok and given is not None else []
+        if (
+            not ok
+            or any(b >= a for a, b in zip(starts[1:], starts, strict=False))
+            or (starts and not 0 <= starts[0] <= starts[-1] < length)
+        ):
+            raise AttnscopeError(
+                f"boundaries={boundaries!r} must be increasing token positions in 0..{length - 1} "
+                "where segments start (or 'sentences' / 'turns')."
+            )
+    edges = sorted({0, *starts})
+    return np.array([*edges, length], dtype=np.int64)
+
+
+def kurtosis(values: Float64Array) -> Float64Array:
+    """Excess kurtosis over the last axis, ignoring NaN: ``m4 / m2^2 - 3`` (population moments).
+
+    NaN where fewer than two values or no spread. ``scipy.stats.kurtosis``'s
+    default (``fisher=True, bias=True``).
+
+    Examples
+    --------
+    >>> round(float(kurtosis(np.array([0.0, 0.0, 0.0, 1.0]))), 6)  # 2.333... - 3
+    -0.666667
+    >>> round(float(kurtosis(np.array([0.0] * 9 + [1.0]))), 6)  # one spike among ten: tailed
+    5.111111
+    """
+    valid = ~np.isnan(values)
+    count = valid.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(valid, values, 0.0).sum(axis=-1) / count
+        centred = np.where(valid, values - mean[..., None], 0.0)
+        m2 = (centred**2).sum(axis=-1) / count
+        m4 = (centred**4).sum(axis=-1) / count
+        result = m4 / m2**2 - 3.0
+    out: Float64Array = np.where((count >= 2) & (m2 > 0), result, np.nan)
+    return out
+
+
+@dataclass(frozen=True)
+class SegmentAttention:
+    """Attention between segments of one stream, per layer and head; see :func:`segments`.
+
+    Attributes
+    ----------
+    edges
+        ``(S + 1,)``: segment ``s`` is tokens ``edges[s] .. edges[s + 1] - 1``.
+    layers
+        The model's layer of each row of the arrays.
+    mass
+        ``(layers, heads, S, S)``: mean over the queries of segment ``a`` of the
+        weight summed over the keys of segment ``b``; rows of a causal head sum to 1.
+    mean
+        ``(layers, heads, S, S)``: the mean weight per token pair, ``mass / len(b)``
+        (Thought Anchors' sentence matrix).
+    vertical
+        ``(layers, heads, S)``: each segment's mean of ``mean[a, b]`` over later
+        segments ``a >= b + proximity``; NaN where there are none.
+    receiver
+        ``(layers, heads)``: the kurtosis of ``vertical`` over the segments.
+    """
+
+    edges: IntArray
+    layers: tuple[int, ...]
+    mass: Float64Array
+    mean: Float64Array
+    vertical: Float64Array
+    receiver: Float64Array
+
+    def heads(self) -> pd.DataFrame:
+        """One row per (layer, head): ``receiver`` and the ``top_segment`` it points to.
+
+        Examples
+        --------
+        >>> t = AttentionTrace(list("abcdef"), np.full((1, 2, 6, 6), 1 / 6, np.float32))
+        >>> segments(t, [2, 4], proximity=1).heads().columns.tolist()
+        ['layer', 'head', 'receiver', 'top_segment']
+        """
+        filled = np.where(np.isnan(self.vertical), -np.inf, self.vertical)
+        top = np.where(np.isnan(self.vertical).all(axis=-1), -1, filled.argmax(axis=-1))
+        table = {"receiver": self.receiver, "top_segment": top}
+        return head_frame("SegmentAttention.heads", self.layers, self.receiver.shape[1], table)
+
+
+def _segment_sums(
+    stream: AttentionStream, position: int, segment_of: IntArray, counted: npt.NDArray[np.bool_]
+) -> tuple[Float64Array, Float64Array]:
+    """Per head: the summed ``(S, S)`` weight of counted queries, and their count per segment."""
+    import torch
+
+    count = int(segment_of.max()) + 1
+    onehot = torch.zeros(stream.k_len, count)
+    onehot[torch.arange(stream.k_len), torch.from_numpy(segment_of)] = 1.0
+    sums = np.zeros((stream.num_heads, count, count))
+    queries = np.zeros((stream.num_heads, count))
+    buffers = Buffers()
+    for rows, heads, weights in layer_rows(stream, position, buffers=buffers):
+        to_segments = weights.matmul(onehot).double().numpy()  # (heads, rows, S)
+        live = counted[None, rows] & (to_segments.sum(axis=-1) > 0)
+        rows_segment = segment_of[rows]
+        for i, head in enumerate(heads):
+            np.add.at(sums[head], rows_segment[live[i]], to_segments[i][live[i]])
+            np.add.at(queries[head], rows_segment[live[i]], 1.0)
+    return sums, queries
+
+
+def segments(
+    trace: AttentionTrace,
+    boundaries: Sequence[int] | str,
+    *,
+    proximity: int = PROXIMITY,
+    stream: str | None = None,
+) -> SegmentAttention:
+    """Segment x segment attention of every head, and Thought Anchors' receiver scores.
+
+    With segments ``a`` (queries) and ``b`` (keys), ``|b|`` the tokens of ``b``
+    and ``Q(a)`` the counted queries of ``a`` (not padding, some weight)::
+
+        mass[a, b]   = 1/|Q(a)| * sum_{i in Q(a)} sum_{j in b} A[i, j]
+        mean[a, b]   = mass[a, b] / |b|
+        vertical[b]  = mean over a >= b + proximity of mean[a, b]
+        receiver     = kurtosis_b(vertical[b]) = m4 / m2^2 - 3
+
+    ``mean`` is Thought Anchors' sentence matrix (token attention averaged
+    over each block of the matrix), ``vertical`` their vertical attention
+    score (attention a sentence receives from later sentences, the nearest
+    ``proximity - 1`` left out) and ``receiver`` their receiver-head score
+    (Bogdan et al. 2025, "Thought Anchors: Which LLM Reasoning Steps Matter?",
+    section 4). Receiver heads are those with high scores, averaged over many
+    traces (see :func:`attnscope.scan`'s pattern of one row per input).
+
+    Parameters
+    ----------
+    trace
+        A self-attention trace (long inputs: computed from q and k a block
+        of rows at a time).
+    boundaries
+        Token positions where segments start (0 is implied), ``"sentences"``
+        (split after ``.``, ``!``, ``?`` and line breaks) or ``"turns"``
+        (a chat's turns, from its template tokens; the generation).
+    proximity
+        How many segments later a query segment must be to count toward a
+        vertical score (1: every later segment).
+    stream
+        Which stream; None for the trace's first.
+
+    Returns
+    -------
+    SegmentAttention
+        ``mass``, ``mean``, ``vertical``, ``receiver`` and ``edges``;
+        ``.heads()`` as a DataFrame.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> w = np.tril(np.ones((6, 6), np.float32))
+    >>> w /= w.sum(-1, keepdims=True)
+    >>> found = segments(AttentionTrace(list("abcdef"), w[None, None]), [2, 4], proximity=1)
+    >>> found.mass[0, 0].round(3).tolist()
+    [[1.0, 0.0, 0.0], [0.583, 0.417, 0.0], [0.367, 0.367, 0.267]]
+    >>> found.vertical[0, 0].round(3).tolist()
+    [0.238, 0.183, nan]
+    """
+    chosen = pick_stream(trace, stream)
+    require_self_attention(chosen, "segments")
+    if not isinstance(proximity, int) or isinstance(proximity, bool) or proximity < 1:
+        raise AttnscopeError(
+            f"proximity={proximity!r} must be an int >= 1: how many segments later a query "
+            "segment must be to count (1: every later one; Thought Anchors use 4)."
+        )
+    edges = check_boundaries(boundaries, trace, chosen.q_len)
+    sizes = np.diff(edges).astype(np.float64)
+    segment_of = np.repeat(np.arange(len(sizes), dtype=np.int64), np.diff(edges))
+    tokens = trace.tokens_for(chosen.query_side)
+    counted = ~of_kind(tokens, "padding")
+    shape = (chosen.num_layers, chosen.num_heads, len(sizes), len(sizes))
+    mass = np.zeros(shape)
+    for position in range(chosen.num_layers):
+        sums, queries = _segment_sums(chosen, position, segment_of, counted)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mass[position] = np.where(queries[..., None] > 0, sums / queries[..., None], np.nan)
+    mean = mass / sizes
+    later = np.subtract.outer(np.arange(len(sizes)), np.arange(len(sizes))) >= proximity  # a - b
+    picked = np.where(later, mean, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "mean of empty slice": NaN is meant
+        vertical = np.nanmean(picked, axis=-2)
+    return SegmentAttention(
+        edges=edges,
+        layers=chosen.layers,
+        mass=mass,
+        mean=mean,
+        vertical=vertical,
+        receiver=kurtosis(vertical),
+    )
