@@ -86,8 +86,15 @@ def test_model_view_with_bertviz_arguments(minilm_pair: dict[str, Any]) -> None:
     w = model_view(attention, tokens, minilm_pair["sentence_b_start"], include_layers=[0, 5])
     assert (w.view, w.theme) == ("model", "dark")
     assert w.trace.attention.shape[:2] == (2, 12)
-    w = model_view(attention, tokens, display_mode="light", include_heads=[0, 11])
-    assert (w.theme, w.heads) == ("light", [0, 11])
+    w = model_view(attention, tokens, display_mode="light", include_heads=[11, 0])
+    # As bertviz: the grid holds those heads only (columns 0 and 1 are heads 11 and 0).
+    assert w.theme == "light"
+    assert w.trace.attention.shape[:2] == (6, 2)
+    full = model_view(attention, tokens).trace.attention
+    np.testing.assert_array_equal(w.trace.attention[:, 0], full[:, 11])
+    np.testing.assert_array_equal(w.trace.attention[:, 1], full[:, 0])
+    with pytest.raises(ValueError, match=r"include_heads=\[12\] must name heads 0\.\.11"):
+        model_view(attention, tokens, include_heads=[12])
 
 
 def test_bertviz_readme_recipe_outputs_minus_one_is_explained(minilm_path: Path) -> None:

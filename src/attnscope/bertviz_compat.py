@@ -132,8 +132,8 @@ def model_view(  # noqa: PLR0917 - bertviz takes these positionally
     """Draw bertviz's ``model_view`` with attnscope: same arguments, no CDN.
 
     Takes :func:`head_view`'s arguments, plus ``display_mode`` (``"dark"`` or
-    ``"light"``, the widget's theme) and ``include_heads`` (the heads selected;
-    the grid still has every head, so positions keep their model numbers).
+    ``"light"``, the widget's theme) and ``include_heads`` (as in bertviz, the
+    grid's columns are those heads only, in that order).
     ``html_action="view"`` displays and returns the widget, with all three
     views, open on the model view; ``html_action="return"`` a page with the model view only.
 
@@ -145,16 +145,34 @@ def model_view(  # noqa: PLR0917 - bertviz takes these positionally
     >>> w = model_view(attention, ["a", "b", "c"], include_layers=[1, 3], display_mode="light")
     >>> w.view, w.theme, w.trace.stream.layers
     ('model', 'light', (1, 3))
+    >>> model_view(attention, ["a", "b", "c"], include_heads=[1]).trace.stream.num_heads
+    1
     """
     given = dict(locals())
     _reject(unknown, MODEL_VIEW_ARGS, "model_view")
     _check_action(html_action)
     if display_mode not in ("dark", "light"):
         raise ValueError(f"display_mode={display_mode!r}; use 'dark' or 'light'.")
+    for name in ("attention", "encoder_attention", "decoder_attention", "cross_attention"):
+        given[name] = _keep_heads(given[name], include_heads, name)
     trace = bertviz_trace(**{name: given[name] for name in TRACE_ARGS})
-    heads = list(include_heads) if include_heads is not None else None
-    options = {"heads": heads, "theme": display_mode}
-    return _present(trace, "model", options, html_action)
+    return _present(trace, "model", {"theme": display_mode}, html_action)
+
+
+def _keep_heads(attention: Any, include: Sequence[int] | None, name: str) -> Any:
+    """``attention`` as ``(layers, heads, q, k)`` with only the ``include`` heads, in that order."""
+    if attention is None or include is None:
+        return attention
+    stack = stack_layers(attention)
+    keep = [int(h) for h in include]
+    count = stack.shape[1]
+    bad = [h for h in keep if not 0 <= h < count]
+    if bad or not keep:
+        raise ValueError(
+            f"include_heads={list(include)} must name heads 0..{count - 1} of {name} (and at "
+            "least one); leave it out for every head."
+        )
+    return stack[:, keep]
 
 
 def bertviz_trace(

@@ -26,14 +26,17 @@ reading the selection back; as the cell's last line it is still shown once.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from attnscope.analysis.aligned import comparable_streams
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.analysis.compare import compare as compare_traces
-from attnscope.encode.selection import WIDGET_OPTIONS, ViewName, check_views
+from attnscope.encode.selection import VIEWS, WIDGET_OPTIONS, ViewName, check_views
+from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionTrace
 from attnscope.trace.from_transformer_lens import is_activation_cache
 
@@ -157,6 +160,7 @@ def resolve_trace(
             raise TypeError(
                 "a model needs the text to run on: show_head_view(model, 'The cat sat', ...)."
             )
+        _check_against_config(source, build, widget)
         return _capture(source, text, build), widget
     if kind == "module":
         if text is None or "tokens" not in build:
@@ -185,6 +189,97 @@ def resolve_trace(
     return AttentionTrace.from_tensors(source, **build), widget
 
 
+def _no_view_option(view: ViewName, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` for ``show_<view>_view``, which sets ``view`` itself: refuse a second one."""
+    if "view" not in options:
+        return options
+    value = options["view"]
+    fix = (
+        f"call show_{value}_view(...) instead"
+        if value in VIEWS
+        else f"the views are {list(VIEWS)}, each with its show_<view>_view helper"
+    )
+    raise TypeError(
+        f"show_{view}_view() opens the {view} view and takes no view= (got view={value!r}); "
+        f"{fix}, and views=(...) chooses the tabs offered."
+    )
+
+
+# Where configs keep their layer and head counts (GPT-2's n_layer, T5's num_decoder_layers ...).
+_LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers",
+               "decoder_layers", "num_decoder_layers")  # fmt: skip
+_HEAD_KEYS = ("num_attention_heads", "num_heads", "n_head", "n_heads", "encoder_attention_heads",
+              "decoder_attention_heads")  # fmt: skip
+
+
+def _check_against_config(source: Any, build: Mapping[str, Any], widget: Mapping[str, Any]) -> None:
+    """Refuse ``layer``, ``head`` or ``heads`` beyond every stream the model has, before capture.
+
+    The counts come from the model's config (a loaded model, or a local
+    folder's ``config.json``): the largest layer and head counts of any of its
+    stacks, so nothing a stream allows is refused; the widget checks each
+    stream exactly once the trace exists. With ``layers=`` the positions are
+    that many. A source whose config cannot be read here is not checked.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> model = SimpleNamespace(config={"num_hidden_layers": 6, "num_attention_heads": 12})
+    >>> _check_against_config(model, {}, {"layer": 5, "head": 11})
+    >>> _check_against_config(model, {}, {"layer": 9})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    attnscope.errors.AttnscopeError: layer=9 is out of range: the model has 6 layers, ...
+    """
+    config = _config_dict(source)
+    if not config:
+        return
+    found = [config, *(v for v in config.values() if isinstance(v, dict))]
+    layers = max((c[k] for c in found for k in _LAYER_KEYS if _is_count(c.get(k))), default=0)
+    heads = max((c[k] for c in found for k in _HEAD_KEYS if _is_count(c.get(k))), default=0)
+    chosen = build.get("layers")
+    has = f"the model has {layers} layers"
+    if isinstance(chosen, Sequence) and not isinstance(chosen, str) and layers:
+        layers = len(chosen)
+        has = f"layers={list(chosen)} keeps {layers}"
+    layer = widget.get("layer")
+    if layers and isinstance(layer, int) and not 0 <= layer < layers:
+        raise AttnscopeError(
+            f"layer={layer} is out of range: {has}, positions 0..{layers - 1} (layer is a "
+            "position among the layers captured); pass a layer in that range."
+        )
+    asked = [widget.get("head"), *(widget.get("heads") or [])]
+    bad = [h for h in asked if isinstance(h, int) and heads and not 0 <= h < heads]
+    if bad:
+        raise AttnscopeError(
+            f"head(s) {bad} out of range: the model has {heads} attention heads (0..{heads - 1}); "
+            "pass head= / heads= within that, or heads=None for all."
+        )
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _config_dict(source: Any) -> dict[str, Any]:
+    """The config of a loaded model, or of a local model folder; {} when there is none here."""
+    config = getattr(source, "config", None)
+    if config is not None:
+        if isinstance(config, dict):
+            return config
+        to_dict = getattr(config, "to_dict", None)
+        return dict(to_dict()) if callable(to_dict) else {}
+    if isinstance(source, str | os.PathLike):
+        path = Path(source) / "config.json"
+        if path.is_file():
+            try:
+                loaded = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return {}
+            return loaded if isinstance(loaded, dict) else {}
+    return {}
+
+
 def _capture(source: Any, text: Any, options: dict[str, Any]) -> AttentionTrace:
     from attnscope import capture
 
@@ -209,6 +304,11 @@ def show(
     from attnscope.display.where_called import display_where_called
     from attnscope.display.widget import AttentionWidget
 
+    if view not in VIEWS:
+        raise AttnscopeError(
+            f"view={view!r} is not a view; use one of {list(VIEWS)} "
+            "(or show_head_view / show_model_view / show_neuron_view)."
+        )
     comparison = _comparison(source, text, options)
     if comparison is not None:
         _check_views_include(view, options)
@@ -364,7 +464,7 @@ def show_head_view(
     >>> w.compare_side, w.comparison.labels()
     ('diff', ['The', 'cat', 'sat | ran'])
     """
-    return show("head", source, text, display=display, **options)
+    return show("head", source, text, display=display, **_no_view_option("head", options))
 
 
 def show_model_view(
@@ -382,7 +482,7 @@ def show_model_view(
     >>> show_model_view(attention, tokens=["a", "b", "c"]).trace.attention.shape
     (4, 2, 3, 3)
     """
-    return show("model", source, text, display=display, **options)
+    return show("model", source, text, display=display, **_no_view_option("model", options))
 
 
 def show_neuron_view(
@@ -403,4 +503,4 @@ def show_neuron_view(
     >>> w.view, w.query, w.trace.stream.head_dim
     ('neuron', 2, 4)
     """
-    return show("neuron", source, text, display=display, **options)
+    return show("neuron", source, text, display=display, **_no_view_option("neuron", options))

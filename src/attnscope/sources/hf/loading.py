@@ -33,13 +33,17 @@ def load_model(model: Any) -> Any:
     """
     if isinstance(model, str | os.PathLike):
         name = check_model_name(os.fspath(model))
+        offline = hub_offline()
+        if offline and not Path(name).is_dir() and not _in_cache(name):
+            # No network wait (~23 s) for an answer known now.
+            raise ModelNotFoundError(not_found(name, None)) from None
         from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
         try:
             with quiet_progress():
-                config = AutoConfig.from_pretrained(name)
+                config = AutoConfig.from_pretrained(name, local_files_only=offline)
                 auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModel
-                return auto.from_pretrained(name)
+                return auto.from_pretrained(name, local_files_only=offline)
         except OSError as err:
             if not Path(name).is_dir() and not _in_cache(name):
                 # transformers' message is in ours, below attnscope's line: one error, not two.
@@ -67,6 +71,28 @@ def _load_failed(name: str, err: BaseException) -> AttnscopeError:
         "the model yourself and pass it (offline, only local folders and models "
         "already in the Hugging Face cache load)."
     )
+
+
+_TRUE = {"1", "on", "yes", "true"}
+
+
+def hub_offline() -> bool:
+    """Whether the Hugging Face Hub is off limits, as the environment says now.
+
+    huggingface_hub reads ``HF_HUB_OFFLINE`` once, at import: a kernel that sets
+    it later (``os.environ["HF_HUB_OFFLINE"] = "1"``) is still offline here.
+
+    Examples
+    --------
+    >>> hub_offline() in (True, False)  # True in attnscope's tests, which run offline
+    True
+    """
+    from huggingface_hub import constants
+
+    flags = (
+        os.environ.get(v, "").strip().lower() for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+    return bool(constants.HF_HUB_OFFLINE) or any(f in _TRUE for f in flags)
 
 
 def _in_cache(name: str) -> bool:
@@ -136,10 +162,11 @@ def quiet_progress() -> Iterator[None]:
             logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
-def not_found(name: str, err: BaseException) -> str:
+def not_found(name: str, err: BaseException | None) -> str:
     """Attnscope's line on a name that did not load: where it looked, how to fix it.
 
-    Then transformers' own message, on the lines below.
+    Then transformers' own message, on the lines below; with ``err`` None (offline
+    and not in the cache: transformers was not asked) a line that says so.
 
     Examples
     --------
@@ -151,16 +178,19 @@ def not_found(name: str, err: BaseException) -> str:
 
     folder = Path(name).expanduser().resolve()
     cache = Path(constants.HF_HUB_CACHE)
-    offline = constants.HF_HUB_OFFLINE or os.environ.get("TRANSFORMERS_OFFLINE") == "1"
+    offline = hub_offline()
     why = "HF_HUB_OFFLINE=1 forbids downloading it" if offline else "downloading it failed"
     looked = f"no local folder {folder}, not in the Hugging Face cache ({cache}), and {why}"
     fix = (
         f"download it once where there is internet (hf download {name}), check the "
         "spelling, or pass a local folder that holds config.json"
     )
-    return f"attnscope found no model {name!r}: {looked}. Fix: {fix}.\ntransformers said: " + (
-        f"{type(err).__name__}: {err}"
+    said = (
+        "transformers was not asked: offline, a name not in the cache cannot load"
+        if err is None
+        else f"transformers said: {type(err).__name__}: {err}"
     )
+    return f"attnscope found no model {name!r}: {looked}. Fix: {fix}.\n{said}"
 
 
 def load_tokenizer(model: Any) -> Any:
@@ -181,7 +211,7 @@ def load_tokenizer(model: Any) -> Any:
     reason = "it has no name_or_path"
     if name:
         try:
-            return AutoTokenizer.from_pretrained(name)
+            return AutoTokenizer.from_pretrained(name, local_files_only=hub_offline())
         except Exception as err:  # any loader failure means the same thing to the user
             reason = f"loading one from {name!r} failed ({type(err).__name__})"
     raise ValueError(
