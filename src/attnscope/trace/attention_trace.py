@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy.typing as npt
 
+from attnscope.trace.images import ImageRegion, check_regions
 from attnscope.trace.labels import TokenKind
 from attnscope.trace.stream import AttentionStream, FloatArray, Side
 from attnscope.trace.tokens import Tokens, token_strings
@@ -143,6 +144,26 @@ class AttentionTrace:
             raise ValueError(f"metadata must be JSON-serialisable (no NaN or inf): {err}") from None
         self.metadata: dict[str, Any] = meta
         self.notes: list[str] = [str(n) for n in notes]
+        self._images: list[ImageRegion] = []
+
+    # -- images: set by attnscope.capture(..., images=...) (issue 25) -------------------
+    @property
+    def images(self) -> list[ImageRegion]:
+        """One :class:`~attnscope.trace.images.ImageRegion` per image in the input, in order.
+
+        Empty for text-only traces. Setting it checks every position against the tokens.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32)).images
+        []
+        """
+        return list(self._images)
+
+    @images.setter
+    def images(self, regions: Sequence[ImageRegion]) -> None:
+        self._images = check_regions(regions, len(self.source))
 
     @classmethod
     def from_streams(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from attnscope.errors import TraceFileError
+from attnscope.trace.images import ImageRegion
 from attnscope.trace.npz_read import REWRITE, read_npz
 from attnscope.trace.stream import ARRAY_FIELDS, AttentionStream
 from attnscope.trace.tokens import Tokens
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 FORMAT = "attnscope.AttentionTrace"
 FORMAT_VERSION = 2
+_IMAGE_PREFIX = "image/pixels/"  # not a stream name's "<stream>/<field>": streams never read it
 """2: streams may hold q/k without weights, float16 weights, key spans and reference rows;
 files of version 1 (float32 weights always) still load."""
 
@@ -66,6 +68,9 @@ def save_trace(trace: AttentionTrace, path: str | Path) -> Path:
         "metadata": trace.metadata,
         "notes": trace.notes,
     }
+    if trace.images:  # an optional field: files without images stay readable by older readers
+        header["images"] = [region.to_json() for region in trace.images]
+        arrays.update({f"{_IMAGE_PREFIX}{i}": r.pixels for i, r in enumerate(trace.images)})
     arrays["header"] = np.array(json.dumps(header))
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, **arrays)  # type: ignore[arg-type]
@@ -117,13 +122,18 @@ def load_trace(cls: type[AttentionTrace], path: str | Path) -> AttentionTrace:
             for sm in header["streams"]
         ]
         target = None if header["target"] is None else Tokens.from_json(header["target"])
-        return cls.from_streams(
+        trace = cls.from_streams(
             Tokens.from_json(header["source"]),
             streams,
             target=target,
             metadata=header["metadata"],
             notes=header["notes"],
         )
+        trace.images = [
+            ImageRegion.from_json(data, arrays[f"{_IMAGE_PREFIX}{i}"])
+            for i, data in enumerate(header.get("images") or [])
+        ]
+        return trace
     # What the constructors raise for values that do not fit (AttnscopeError is a ValueError).
     except (ValueError, TypeError, IndexError, KeyError, OverflowError) as err:
         raise TraceFileError(

@@ -52,8 +52,10 @@ from attnscope.sources.hf.seq2seq import encode_target
 from attnscope.sources.hf.streams import build_streams, tolerance
 from attnscope.sources.hf.tokenize import Encoded, encode_text
 from attnscope.sources.hf.vision import encode_image, is_vision_model
+from attnscope.sources.hf.vlm import encode_prompt_with_images
 from attnscope.sources.hf.wrappers import unwrap_model
 from attnscope.trace import AttentionStream, AttentionTrace, Side
+from attnscope.trace.images import ImageRegion
 
 Calls = dict[str, list[tuple[int, AttentionCall]]]
 Route = Callable[[Any, Mapping[str, torch.Tensor], Sequence[int] | None], Calls]
@@ -237,6 +239,8 @@ def capture(
     max_tokens: int | None = None,
     max_new_tokens: int | None = None,
     seed: int | None = None,
+    images: Any = None,
+    processor: Any = None,
     **generate_kwargs: Any,
 ) -> AttentionTrace:
     """Run ``model`` on ``text`` once and return its attention as an :class:`AttentionTrace`.
@@ -282,6 +286,17 @@ def capture(
         generating (the caller's random state is left as it was), so
         ``do_sample=True`` gives the ids ``model.generate`` gives after the
         same seed.
+    images
+        For a vision-language model (LLaVA, Qwen2-VL ...): one image or a list (PIL,
+        numpy or tensors), one per image placeholder in ``text`` (the processor's
+        ``image_token``, e.g. ``"<image>"``). ``trace.images`` then says which tokens
+        show which cell of which image (read from the processor's and config's
+        metadata; where it cannot be read the image tokens stay plain tokens and
+        ``trace.notes`` says why), and :func:`attnscope.image_attention` lays a
+        query's attention on each image's grid.
+    processor
+        The model's processor for ``images``; None loads it from the model's
+        ``name_or_path``. Given without images, its tokenizer tokenizes ``text``.
     **generate_kwargs
         With ``max_new_tokens``: settings for ``model.generate``
         (``do_sample``, ``temperature``, ``top_k``, ``num_beams`` ...).
@@ -331,10 +346,18 @@ def capture(
             "text_pair= and max_new_tokens= both use the two segments (A/B): a generation "
             "has the prompt as A and the generated tokens as B; put all the prompt in text."
         )
-    source, tokenizer = _encode(model, text, tokenizer, text_pair, max_tokens, plan=plan)
+    regions: list[ImageRegion] = []  # issue 25: images in the prompt
+    image_notes: list[str] = []
+    if images is not None:
+        source, tokenizer, regions, image_notes = encode_prompt_with_images(
+            model, text, images, processor, text_pair=text_pair, max_tokens=max_tokens, plan=plan
+        )
+    else:
+        tokenizer = getattr(processor, "tokenizer", None) if tokenizer is None else tokenizer
+        source, tokenizer = _encode(model, text, tokenizer, text_pair, max_tokens, plan=plan)
     preflight(model, source.inputs, source.tokens.raw)
     route = _route(model)
-    notes: list[str] = []
+    notes: list[str] = list(image_notes)
     if source.untruncated > source.length:
         notes.append(f"input truncated to {source.length} of {source.untruncated} tokens.")
     if route == "attention-only":
@@ -370,7 +393,7 @@ def capture(
                 route, calls = _run_route(model, "attention-only", forward, chosen, notes)
             streams = _streams(model, calls, sides, route, notes)
         notes += _dtype_note(model)
-    return AttentionTrace.from_streams(
+    trace = AttentionTrace.from_streams(
         source.kept_tokens(),
         streams,
         target=None if target_enc is None else target_enc.kept_tokens(),
@@ -380,3 +403,5 @@ def capture(
         },
         notes=notes,
     )
+    trace.images = regions
+    return trace

@@ -189,6 +189,35 @@ def _seeded(seed: int | None, device: torch.device) -> Iterator[None]:
         yield
 
 
+# -- issue 25: images in the prompt -------------------------------------------------
+_TEXT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def _image_inputs(prompt: Encoded, model: Any) -> dict[str, torch.Tensor]:
+    """What a prompt with images adds to its ids (pixels, grids, per-token types)."""
+    if "pixel_values" not in prompt.inputs:
+        return {}
+    accepted = inspect.signature(model.forward).parameters
+    found = {k: v for k, v in prompt.inputs.items() if k not in _TEXT_INPUTS and k in accepted}
+    return {k: v.to(model.dtype) if v.is_floating_point() else v for k, v in found.items()}
+
+
+def _extended(images: Mapping[str, torch.Tensor], length: int) -> dict[str, torch.Tensor]:
+    """The image inputs for prompt + generated ids: per-token types get 0 (text) after the prompt.
+
+    Examples
+    --------
+    >>> _extended({"mm_token_type_ids": torch.tensor([[0, 1]])}, 4)["mm_token_type_ids"].tolist()
+    [[0, 1, 0, 0]]
+    """
+    out = dict(images)
+    for key in ("mm_token_type_ids",):
+        if key in out:
+            value = out[key]
+            out[key] = torch.cat([value, value.new_zeros(1, length - value.shape[1])], dim=1)
+    return out
+
+
 def generate_continuation(
     model: Any, tokenizer: Any, prompt: Encoded, plan: GenerationPlan
 ) -> tuple[Encoded, dict[str, Any]]:
@@ -228,6 +257,7 @@ def generate_continuation(
     """
     prompt_ids = prompt.inputs["input_ids"][:, prompt.keep]
     extra = {"tokenizer": tokenizer} if "stop_strings" in plan.kwargs else {}
+    images = _image_inputs(prompt, model)  # issue 25: a prompt with images
     with _seeded(plan.seed, model.device):
         sequences = model.generate(
             input_ids=prompt_ids.to(model.device),
@@ -235,6 +265,7 @@ def generate_continuation(
             max_new_tokens=plan.max_new_tokens,
             **plan.kwargs,
             **extra,
+            **{k: v.to(model.device) for k, v in images.items()},
         )
     ids = sequences[:1].cpu()
     length = prompt_ids.shape[1]
@@ -248,6 +279,7 @@ def generate_continuation(
         [0] * len(before) + [1] * len(after),
     )
     inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    inputs.update(_extended(images, len(tokens)))
     record = {
         "prompt_length": int(length),
         "generated_ids": new_ids,

@@ -163,6 +163,8 @@ def _run(model: Any, inputs: Mapping[str, torch.Tensor], recorder: Recorder, **e
 
 
 def _probe_inputs(inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    if "pixel_values" in inputs and "input_ids" in inputs:
+        return dict(inputs)  # a VLM's prompt: cutting it would cut its image tokens (issue 25)
     return {
         k: v[:, :_PROBE_TOKENS] if k != "pixel_values" and v.ndim == 2 else v
         for k, v in inputs.items()

@@ -1,0 +1,146 @@
+"""How a vision-language model lays each image's tokens out: read, never guessed from counts.
+
+One reader per family takes the processor's output and the model's and
+processor's own settings (patch size, merge size, feature strategy, tiles) and
+says, for each image, how many image tokens it has in the sequence and which
+of them is which cell of its grid. A family without a reader, or a reader that
+finds a setting missing, gives a reason instead: the image tokens then stay
+plain tokens and the trace's notes say why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from attnscope.sources.hf.image_pixels import qwen_patches_to_chw, to_picture
+from attnscope.trace.images import ImageRegion
+
+
+@dataclass
+class Layout:
+    """One image's run of image tokens: how many, and which index is which grid cell.
+
+    Examples
+    --------
+    >>> layout = Layout(5, (2, 2), [1, 2, 3, 4], np.zeros((4, 4, 3), np.uint8),
+    ...                 extra={"class": [0]})
+    >>> layout.region([10, 11, 12, 13, 14]).positions, layout.region([10, 11, 12, 13, 14]).extra
+    ((11, 12, 13, 14), {'class': (10,)})
+    """
+
+    count: int
+    grid: tuple[int, int]
+    cells: list[int]
+    pixels: npt.NDArray[np.uint8]
+    tiles: tuple[int, int] | None = None
+    extra: dict[str, list[int]] = field(default_factory=dict)
+    extra_grids: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def region(self, positions: Sequence[int]) -> ImageRegion:
+        """The :class:`ImageRegion` of this image, given its image tokens' positions in order."""
+        return ImageRegion(
+            positions=tuple(positions[i] for i in self.cells),
+            grid=self.grid,
+            pixels=self.pixels,
+            tiles=self.tiles,
+            extra={k: tuple(positions[i] for i in v) for k, v in self.extra.items()},
+            extra_grids=self.extra_grids,
+        )
+
+
+Reader = Callable[[Any, Any, Mapping[str, Any]], "list[Layout] | str"]
+
+
+def _setting(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _llava(model: Any, processor: Any, encoding: Mapping[str, Any]) -> list[Layout] | str:
+    """LLaVA: one CLIP-style grid per image, ``pixel_values`` (images, 3, H, W)."""
+    config = model.config
+    patch = _setting(getattr(processor, "patch_size", None)) or _setting(
+        getattr(getattr(config, "vision_config", None), "patch_size", None)
+    )
+    strategy = getattr(config, "vision_feature_select_strategy", None)
+    added = _setting(getattr(processor, "num_additional_image_tokens", None))
+    pixels = encoding.get("pixel_values")
+    if patch is None or strategy not in ("default", "full") or added is None:
+        return (
+            "the processor or config does not say the patch size, the vision feature "
+            f"strategy ({strategy!r}) and the number of class tokens"
+        )
+    if not isinstance(pixels, torch.Tensor) or pixels.ndim != 4:
+        return "pixel_values is not one (channels, height, width) image per image"
+    rows, cols = int(pixels.shape[2]) // patch, int(pixels.shape[3]) // patch
+    kept = added if strategy == "full" else 0
+    return [
+        Layout(
+            count=rows * cols + kept,
+            grid=(rows, cols),
+            cells=list(range(kept, kept + rows * cols)),
+            pixels=to_picture(processor.image_processor, image.float().numpy()),
+            extra={"class": list(range(kept))} if kept else {},
+        )
+        for image in pixels
+    ]
+
+
+def _qwen2_vl(model: Any, processor: Any, encoding: Mapping[str, Any]) -> list[Layout] | str:
+    """Qwen2-VL / Qwen2.5-VL: dynamic resolution, ``merge x merge`` patches per token."""
+    image_processor = processor.image_processor
+    merge = _setting(getattr(image_processor, "merge_size", None))
+    patch = _setting(getattr(image_processor, "patch_size", None))
+    temporal = _setting(getattr(image_processor, "temporal_patch_size", None))
+    vision = getattr(model.config, "vision_config", None)
+    model_merge = _setting(getattr(vision, "spatial_merge_size", None))
+    grids = encoding.get("image_grid_thw")
+    if merge is None or patch is None or temporal is None or grids is None:
+        return "the processor does not say its merge size, patch size and image_grid_thw"
+    if model_merge is not None and model_merge != merge:
+        return f"the processor merges {merge} x {merge} patches but the model {model_merge}"
+    flat = encoding["pixel_values"].float().numpy()
+    layouts: list[Layout] = []
+    start = 0
+    for t, h, w in (tuple(int(v) for v in row) for row in grids):
+        if t != 1 or h % merge or w % merge:
+            return f"an image has a patch grid {t} x {h} x {w} that is not one frame of merges"
+        chw = qwen_patches_to_chw(flat[start : start + h * w], (t, h, w), patch, temporal, merge)
+        start += t * h * w
+        grid = (h // merge, w // merge)
+        count = grid[0] * grid[1]
+        layouts.append(Layout(count, grid, list(range(count)), to_picture(image_processor, chw)))
+    return layouts
+
+
+READERS: dict[str, Reader] = {
+    "llava": _llava,
+    "qwen2_vl": _qwen2_vl,
+    "qwen2_5_vl": _qwen2_vl,
+}
+"""Layout readers by ``config.model_type``."""
+
+
+def read_layouts(model: Any, processor: Any, encoding: Mapping[str, Any]) -> list[Layout] | str:
+    """Each image's layout from ``processor``'s output ``encoding``, or why it cannot be read.
+
+    Examples
+    --------
+    >>> class Config:
+    ...     model_type = "llava_next"
+    >>> class Model:
+    ...     config = Config()
+    >>> read_layouts(Model(), None, {})  # doctest: +ELLIPSIS
+    'attnscope has no layout reader for llava_next images yet (it reads llava, ...)'
+    """
+    model_type = str(model.config.model_type)
+    reader = READERS.get(model_type)
+    if reader is None:
+        known = ", ".join(sorted(READERS))
+        return f"attnscope has no layout reader for {model_type} images yet (it reads {known})"
+    return reader(model, processor, encoding)

@@ -1,0 +1,248 @@
+"""A prompt with images for a vision-language model: checked, processed, its image tokens placed.
+
+Everything that can be wrong with the arguments is found before the
+processor or the model runs: images of a kind no processor takes, a processor
+without an image processor, a model that takes no images, and a text whose
+image placeholders do not match the number of images.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from attnscope.errors import AttnscopeError
+from attnscope.sources.hf.checks import check_length, position_limit
+from attnscope.sources.hf.generate import GenerationPlan, check_room
+from attnscope.sources.hf.image_layout import Layout, read_layouts
+from attnscope.sources.hf.tokenize import Encoded, tokens_for_ids
+from attnscope.trace import TokenKind, Tokens
+from attnscope.trace.images import ImageRegion
+
+IMAGE_INPUTS = ("pixel_values", "image_sizes", "image_grid_thw", "pixel_attention_mask")
+"""Processor outputs that carry the images (generation passes them to ``model.generate``)."""
+PER_TOKEN_INPUTS = ("mm_token_type_ids", "token_type_ids")
+"""Processor outputs with one value per token (generated tokens get 0: text)."""
+
+
+def _is_image(value: Any) -> bool:
+    if isinstance(value, np.ndarray | torch.Tensor):
+        return value.ndim in (2, 3)
+    return type(value).__module__.startswith("PIL.") and hasattr(value, "size")
+
+
+def check_images(images: Any) -> list[Any]:
+    """``images`` as a list of images (PIL, numpy or tensor), refusing anything else.
+
+    Examples
+    --------
+    >>> len(check_images(np.zeros((4, 4, 3), np.uint8)))
+    1
+    >>> check_images("cat.png")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: images= takes a PIL image, a numpy array or tensor (height, width, channels) ...
+    """
+    found = list(images) if isinstance(images, list | tuple) else [images]
+    bad = [i for i, image in enumerate(found) if not _is_image(image)]
+    if not found or bad:
+        what = "an empty list" if not found else f"{type(found[bad[0]]).__name__} at {bad[0]}"
+        raise TypeError(
+            "images= takes a PIL image, a numpy array or tensor (height, width, channels) or "
+            f"(channels, height, width), or a list of them; got {what}. Open files first, "
+            "e.g. PIL.Image.open(path)."
+        )
+    return found
+
+
+def load_processor(model: Any, processor: Any) -> Any:
+    """``processor``, or the model's own loaded from its name; refused unless it takes images.
+
+    Examples
+    --------
+    >>> load_processor(None, object())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    attnscope.errors.AttnscopeError: processor= object has no image processor, so it cannot ...
+    """
+    if processor is None:
+        from transformers import AutoProcessor
+
+        name = str(getattr(model, "name_or_path", "") or "")
+        try:
+            processor = AutoProcessor.from_pretrained(name)  # type: ignore[no-untyped-call]
+        except (OSError, ValueError) as err:
+            raise AttnscopeError(
+                f"images= needs the model's processor and none could be loaded from "
+                f"{name!r} ({str(err).splitlines()[0] if str(err) else type(err).__name__}); "
+                "pass processor=AutoProcessor.from_pretrained(<model name>)."
+            ) from None
+    if getattr(processor, "image_processor", None) is None or not callable(processor):
+        raise AttnscopeError(
+            f"processor= {type(processor).__name__} has no image processor, so it cannot take "
+            "images; pass the model's multimodal processor "
+            "(AutoProcessor.from_pretrained(<model name>)), not its tokenizer."
+        )
+    return processor
+
+
+def image_token_id(model: Any) -> int:
+    """The id of the token each image's features replace, from the model's config.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> image_token_id(NS(config=NS(image_token_id=7)))
+    7
+    """
+    config = model.config
+    for name in ("image_token_id", "image_token_index"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    raise AttnscopeError(
+        f"{type(model).__name__} takes no images: its config has no image_token_id (or "
+        "image_token_index). Pass images= only to a vision-language model (LLaVA, Qwen2-VL, "
+        "...), loaded with its image-text class (e.g. AutoModelForImageTextToText)."
+    )
+
+
+def check_placeholders(text: Any, images: Sequence[Any], processor: Any) -> None:
+    """Raise unless ``text`` holds one image placeholder per image.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> check_placeholders("a <image> b", [0, 1], NS(image_token="<image>"))
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    attnscope.errors.AttnscopeError: the text has 1 image placeholder(s) '<image>' but 2 ...
+    """
+    if not isinstance(text, str):
+        raise TypeError(
+            f"with images=, text must be one string with the image placeholders; got "
+            f"{type(text).__name__}. Render chat messages first with "
+            "processor.apply_chat_template(messages, tokenize=False)."
+        )
+    token = getattr(processor, "image_token", None)
+    if not isinstance(token, str) or not token:
+        raise AttnscopeError(
+            f"{type(processor).__name__} does not say its image placeholder (image_token), so "
+            "attnscope cannot check the text against the images; pass the model's own processor."
+        )
+    found = text.count(token)
+    if found != len(images):
+        raise AttnscopeError(
+            f"the text has {found} image placeholder(s) {token!r} but {len(images)} image(s) "
+            f"were given; put one {token!r} in the text where each image goes, in order."
+        )
+
+
+def _image_tokens(ids: Sequence[int], token: int) -> list[int]:
+    return [i for i, t in enumerate(ids) if t == token]
+
+
+def place_images(
+    ids: Sequence[int], token: int, layouts: list[Layout] | str
+) -> tuple[list[ImageRegion], str | None]:
+    """Each image's :class:`ImageRegion`, or none and why, given the image tokens' positions.
+
+    Examples
+    --------
+    >>> grid = Layout(2, (1, 2), [0, 1], np.zeros((2, 4, 3), np.uint8))
+    >>> [r.positions for r in place_images([5, 9, 9, 5], 9, [grid])[0]]
+    [(1, 2)]
+    >>> place_images([5, 9, 5], 9, [grid])[1]
+    'the layout says 2 image tokens but the sequence has 1'
+    """
+    if isinstance(layouts, str):
+        return [], layouts
+    positions = _image_tokens(ids, token)
+    wanted = sum(layout.count for layout in layouts)
+    if wanted != len(positions):
+        return [], f"the layout says {wanted} image tokens but the sequence has {len(positions)}"
+    regions: list[ImageRegion] = []
+    start = 0
+    for layout in layouts:
+        regions.append(layout.region(positions[start : start + layout.count]))
+        start += layout.count
+    return regions, None
+
+
+def _labelled(tokens: Tokens, regions: Sequence[ImageRegion]) -> Tokens:
+    """Image tokens labelled by image and grid cell (``img0 1,2``), and kind ``token``."""
+    labels, kinds = list(tokens.labels), list(tokens.kinds)
+    for n, region in enumerate(regions):
+        cols = region.grid[1]
+        for i, p in enumerate(region.positions):
+            labels[p] = f"img{n} {i // cols},{i % cols}"
+        for name, run in region.extra.items():
+            for i, p in enumerate(run):
+                labels[p] = f"img{n} {name}" + (f" {i}" if len(run) > 1 else "")
+        for p in region.all_positions():
+            kinds[p] = "token"
+    token_kinds: list[TokenKind] = kinds
+    return Tokens(labels, tokens.raw, token_kinds, tokens.segments)
+
+
+def encode_with_images(
+    model: Any, processor: Any, text: str, images: Sequence[Any], token: int
+) -> tuple[Encoded, list[ImageRegion], list[str]]:
+    """Run the processor; return the encoded prompt, the images' regions and notes.
+
+    The caller has checked the arguments (:func:`check_images`,
+    :func:`load_processor`, :func:`image_token_id`, :func:`check_placeholders`).
+    """
+    encoding = processor(text=text, images=list(images), return_tensors="pt")
+    ids = [int(i) for i in encoding["input_ids"][0]]
+    tokenizer = processor.tokenizer
+    regions, why = place_images(ids, token, read_layouts(model, processor, encoding))
+    notes = []
+    if why is not None:
+        notes.append(
+            f"image tokens are shown as plain tokens: {why}, so they cannot be placed on "
+            "their images."
+        )
+    tokens = _labelled(tokens_for_ids(tokenizer, ids), regions)
+    mask = encoding.get("attention_mask")
+    keep = [i for i in range(len(ids)) if mask is None or int(mask[0, i])]
+    if len(keep) != len(ids):
+        raise AttnscopeError("the processor padded a single prompt; pass padding=False to it.")
+    inputs = {k: v for k, v in encoding.items() if isinstance(v, torch.Tensor)}
+    return Encoded(inputs, tokens, keep, len(ids), len(ids)), regions, notes
+
+
+def encode_prompt_with_images(
+    model: Any,
+    text: Any,
+    images: Any,
+    processor: Any,
+    *,
+    text_pair: str | None,
+    max_tokens: int | None,
+    plan: GenerationPlan | None,
+) -> tuple[Encoded, Any, list[ImageRegion], list[str]]:
+    """Check everything, then process ``text`` and ``images`` for one forward pass.
+
+    Returns the encoded prompt, the tokenizer (for generated tokens), each
+    image's region (none when the layout cannot be read) and notes.
+    """
+    found = check_images(images)
+    if text_pair is not None:
+        raise TypeError("text_pair= is sentence B of a text pair; with images= leave it out.")
+    token = image_token_id(model)  # before loading anything: a model that takes no images
+    processor = load_processor(model, processor)
+    check_placeholders(text, found, processor)
+    encoded, regions, notes = encode_with_images(model, processor, text, found, token)
+    if max_tokens is not None and encoded.length > max_tokens:
+        raise AttnscopeError(
+            f"the prompt with its images has {encoded.length} tokens, over max_tokens="
+            f"{max_tokens}; image tokens cannot be cut. Raise max_tokens or use smaller images."
+        )
+    check_length(encoded.length, position_limit(model.config), "the prompt with its images")
+    check_room(encoded.length, plan, position_limit(model.config))
+    return encoded, processor.tokenizer, regions, notes

@@ -1,0 +1,189 @@
+"""capture(model, text, images=...) on a tiny random LLaVA: exact attention, image grids, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import vlm_models
+from vlm_models import TEXT, eager_attention, halves, image
+
+import attnscope
+from attnscope.errors import AttnscopeError
+from attnscope.sources.hf import image_layout
+
+SHAPES = {"square": (40, 40), "wide": (30, 70), "tall": (70, 30)}
+
+
+@pytest.fixture(scope="module")
+def llava() -> tuple[Any, Any]:
+    return vlm_models.llava()
+
+
+def _processed(processor: Any, text: str, images: Any) -> Any:
+    return processor(text=text, images=images, return_tensors="pt")
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_llava_attention_and_grid(llava: tuple[Any, Any], shape: str) -> None:
+    model, processor = llava
+    picture = image(*SHAPES[shape])
+    trace = attnscope.capture(model, TEXT["llava"], images=picture, processor=processor)
+    enc = _processed(processor, TEXT["llava"], picture)
+    assert np.abs(trace.attention - eager_attention(model, enc)).max() <= 1e-5
+    # The grid by hand: CLIP crops to 32 x 32 pixels, 8-pixel patches, "default" drops [CLS].
+    height, width = enc["pixel_values"].shape[2:]
+    assert (height, width) == (32, 32)
+    [region] = trace.images
+    assert region.grid == (height // processor.patch_size, width // processor.patch_size)
+    token = model.config.image_token_index
+    placed = [i for i, t in enumerate(enc["input_ids"][0].tolist()) if t == token]
+    assert list(region.positions) == placed and len(placed) == 16
+    assert region.tiles is None and region.extra == {}
+    assert trace.tokens[placed[5]] == "img0 1,1"  # cell 5 of a 4-wide grid
+    assert region.pixels.shape == (32, 32, 3) and region.pixels.dtype == np.uint8
+    assert trace.notes == []
+
+
+def test_llava_pixels_are_what_the_model_saw(llava: tuple[Any, Any]) -> None:
+    model, processor = llava
+    trace = attnscope.capture(model, TEXT["llava"], images=halves(32, 48), processor=processor)
+    pixels = trace.images[0].pixels.astype(int)
+    # the centre crop of a red | blue image keeps red on the left, blue on the right
+    assert (pixels[:, :12, 0] > 200).all() and (pixels[:, :12, 2] < 50).all()
+    assert (pixels[:, 20:, 2] > 200).all() and (pixels[:, 20:, 0] < 50).all()
+
+
+def test_image_attention_is_the_rows_on_the_grid(llava: tuple[Any, Any]) -> None:
+    model, processor = llava
+    trace = attnscope.capture(model, TEXT["llava"], images=image(40, 40), processor=processor)
+    att = trace.attention
+    positions = list(trace.images[0].positions)
+    last = len(trace.tokens) - 1
+    [one] = attnscope.image_attention(trace, layer=1, head=2, query=last)
+    assert one.shape == (4, 4) and one.dtype == np.float32
+    np.testing.assert_allclose(one, att[1, 2, last, positions].reshape(4, 4), atol=1e-7)
+    [mean] = attnscope.image_attention(trace, layer=0, head="mean", query=[last, last - 1])
+    expected = att[0][:, [last, last - 1]][:, :, positions].sum(1).mean(0).reshape(4, 4)
+    np.testing.assert_allclose(mean, expected, atol=1e-6)
+    [some] = attnscope.image_attention(trace, layer=-1, head=[0, 3])
+    np.testing.assert_allclose(
+        some, att[1][[0, 3], -1][:, positions].mean(0).reshape(4, 4), atol=1e-7
+    )
+    with pytest.raises(AttnscopeError, match="query=99 is out of range"):
+        attnscope.image_attention(trace, layer=0, query=99)
+
+
+def test_two_images_in_order(llava: tuple[Any, Any]) -> None:
+    model, processor = llava
+    text = "First <image> then <image> end"
+    pictures = [image(40, 40, seed=1), image(40, 60, seed=2)]
+    trace = attnscope.capture(model, text, images=pictures, processor=processor)
+    enc = _processed(processor, text, pictures)
+    assert np.abs(trace.attention - eager_attention(model, enc)).max() <= 1e-5
+    token = model.config.image_token_index
+    placed = [i for i, t in enumerate(enc["input_ids"][0].tolist()) if t == token]
+    assert [list(r.positions) for r in trace.images] == [placed[:16], placed[16:]]
+    assert len(attnscope.image_attention(trace, layer=0)) == 2
+
+
+def test_generation_with_an_image(llava: tuple[Any, Any]) -> None:
+    model, processor = llava
+    picture = image(40, 40)
+    trace = attnscope.capture(
+        model, TEXT["llava"], images=picture, processor=processor, max_new_tokens=3
+    )
+    enc = _processed(processor, TEXT["llava"], picture)
+    enc.pop("token_type_ids")  # LLaVA's generate refuses them (MiniLM's tokenizer adds them)
+    with torch.no_grad():
+        ids = model.generate(**enc, max_new_tokens=3, do_sample=False)
+    assert trace.generated_ids == ids[0, enc["input_ids"].shape[1] :].tolist()
+    full = {**enc, "input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    assert np.abs(trace.attention - eager_attention(model, full)).max() <= 1e-5
+    assert trace.images[0].positions[0] == 2  # [CLS] Look <image>...
+    assert len(attnscope.image_attention(trace, layer=1, query=-1)[0].ravel()) == 16
+
+
+def test_images_survive_save_and_load(llava: tuple[Any, Any], tmp_path: Path) -> None:
+    model, processor = llava
+    trace = attnscope.capture(model, TEXT["llava"], images=image(40, 40), processor=processor)
+    loaded = attnscope.AttentionTrace.load(trace.save(tmp_path / "t"))
+    [before], [after] = trace.images, loaded.images
+    assert after.positions == before.positions and after.grid == before.grid
+    np.testing.assert_array_equal(after.pixels, before.pixels)
+    np.testing.assert_allclose(
+        attnscope.image_attention(loaded, layer=1)[0], attnscope.image_attention(trace, layer=1)[0]
+    )
+
+
+def test_a_layout_without_a_reader_leaves_plain_tokens_and_a_note(
+    llava: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, processor = llava
+    monkeypatch.delitem(image_layout.READERS, "llava")
+    trace = attnscope.capture(model, TEXT["llava"], images=image(40, 40), processor=processor)
+    assert trace.images == []
+    assert any("image tokens are shown as plain tokens" in n and "llava" in n for n in trace.notes)
+    assert trace.tokens.count("<image>") == 16
+    with pytest.raises(AttnscopeError, match="has no images"):
+        attnscope.image_attention(trace, layer=0)
+
+
+class _Counted:
+    """Counts forward calls of a model's submodules (to prove bad input stops before work)."""
+
+    def __init__(self, model: Any) -> None:
+        self.calls = 0
+        self.handle = model.register_forward_pre_hook(lambda *_: self._count())
+
+    def _count(self) -> None:
+        self.calls += 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"images": [image(8, 8)] * 2}, AttnscopeError, "1 image placeholder.*2 image"),
+        ({"images": "cat.png"}, TypeError, "images= takes a PIL image"),
+        ({"images": []}, TypeError, "got an empty list"),
+        ({"images": image(8, 8), "text_pair": "b"}, TypeError, "text_pair="),
+        ({"images": image(8, 8), "max_tokens": 5}, AttnscopeError, "image tokens cannot be cut"),
+    ],
+)
+def test_bad_input_is_refused_before_work(
+    llava: tuple[Any, Any], kwargs: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    model, processor = llava
+    counted = _Counted(model)
+    try:
+        with pytest.raises(error, match=match):
+            attnscope.capture(model, TEXT["llava"], processor=processor, **kwargs)
+    finally:
+        counted.handle.remove()
+    assert counted.calls == 0
+
+
+def test_a_processor_that_takes_no_images_is_refused(llava: tuple[Any, Any]) -> None:
+    model, processor = llava
+    with pytest.raises(AttnscopeError, match="has no image processor, so it cannot take images"):
+        attnscope.capture(
+            model, TEXT["llava"], images=image(8, 8), processor=processor.tokenizer
+        )
+
+
+def test_a_text_model_takes_no_images() -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=50)).eval()
+    with pytest.raises(AttnscopeError, match="GPT2LMHeadModel takes no images"):
+        attnscope.capture(model, "a <image>", images=image(8, 8), processor=object())
+
+
+def test_processor_alone_tokenizes_text(llava: tuple[Any, Any]) -> None:
+    model, processor = llava
+    trace = attnscope.capture(model, "Look at this cat", processor=processor)
+    assert trace.tokens == ["[CLS]", "Look", "at", "this", "cat", "[SEP]"]
+    assert trace.images == []

