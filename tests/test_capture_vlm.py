@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-import vlm_models
-from vlm_models import TEXT, eager_attention, halves, image
 
 import attnscope
+import vlm_models
 from attnscope.errors import AttnscopeError
 from attnscope.sources.hf import image_layout
+from vlm_models import TEXT, eager_attention, halves, image
 
 SHAPES = {"square": (40, 40), "wide": (30, 70), "tall": (70, 30)}
 
@@ -41,10 +41,13 @@ def test_llava_attention_and_grid(llava: tuple[Any, Any], shape: str) -> None:
     assert region.grid == (height // processor.patch_size, width // processor.patch_size)
     token = model.config.image_token_index
     placed = [i for i, t in enumerate(enc["input_ids"][0].tolist()) if t == token]
-    assert list(region.positions) == placed and len(placed) == 16
-    assert region.tiles is None and region.extra == {}
+    assert list(region.positions) == placed
+    assert len(placed) == 16
+    assert region.tiles is None
+    assert region.extra == {}
     assert trace.tokens[placed[5]] == "img0 1,1"  # cell 5 of a 4-wide grid
-    assert region.pixels.shape == (32, 32, 3) and region.pixels.dtype == np.uint8
+    assert region.pixels.shape == (32, 32, 3)
+    assert region.pixels.dtype == np.uint8
     assert trace.notes == []
 
 
@@ -53,8 +56,10 @@ def test_llava_pixels_are_what_the_model_saw(llava: tuple[Any, Any]) -> None:
     trace = attnscope.capture(model, TEXT["llava"], images=halves(32, 48), processor=processor)
     pixels = trace.images[0].pixels.astype(int)
     # the centre crop of a red | blue image keeps red on the left, blue on the right
-    assert (pixels[:, :12, 0] > 200).all() and (pixels[:, :12, 2] < 50).all()
-    assert (pixels[:, 20:, 2] > 200).all() and (pixels[:, 20:, 0] < 50).all()
+    assert (pixels[:, :12, 0] > 200).all()
+    assert (pixels[:, :12, 2] < 50).all()
+    assert (pixels[:, 20:, 2] > 200).all()
+    assert (pixels[:, 20:, 0] < 50).all()
 
 
 def test_image_attention_is_the_rows_on_the_grid(llava: tuple[Any, Any]) -> None:
@@ -64,7 +69,8 @@ def test_image_attention_is_the_rows_on_the_grid(llava: tuple[Any, Any]) -> None
     positions = list(trace.images[0].positions)
     last = len(trace.tokens) - 1
     [one] = attnscope.image_attention(trace, layer=1, head=2, query=last)
-    assert one.shape == (4, 4) and one.dtype == np.float32
+    assert one.shape == (4, 4)
+    assert one.dtype == np.float32
     np.testing.assert_allclose(one, att[1, 2, last, positions].reshape(4, 4), atol=1e-7)
     [mean] = attnscope.image_attention(trace, layer=0, head="mean", query=[last, last - 1])
     expected = att[0][:, [last, last - 1]][:, :, positions].sum(1).mean(0).reshape(4, 4)
@@ -112,7 +118,8 @@ def test_images_survive_save_and_load(llava: tuple[Any, Any], tmp_path: Path) ->
     trace = attnscope.capture(model, TEXT["llava"], images=image(40, 40), processor=processor)
     loaded = attnscope.AttentionTrace.load(trace.save(tmp_path / "t"))
     [before], [after] = trace.images, loaded.images
-    assert after.positions == before.positions and after.grid == before.grid
+    assert after.positions == before.positions
+    assert after.grid == before.grid
     np.testing.assert_array_equal(after.pixels, before.pixels)
     np.testing.assert_allclose(
         attnscope.image_attention(loaded, layer=1)[0], attnscope.image_attention(trace, layer=1)[0]
@@ -169,9 +176,7 @@ def test_bad_input_is_refused_before_work(
 def test_a_processor_that_takes_no_images_is_refused(llava: tuple[Any, Any]) -> None:
     model, processor = llava
     with pytest.raises(AttnscopeError, match="has no image processor, so it cannot take images"):
-        attnscope.capture(
-            model, TEXT["llava"], images=image(8, 8), processor=processor.tokenizer
-        )
+        attnscope.capture(model, TEXT["llava"], images=image(8, 8), processor=processor.tokenizer)
 
 
 def test_a_text_model_takes_no_images() -> None:

@@ -13,7 +13,10 @@ from typing import Any
 import numpy as np
 import torch
 
-TEXT = {"llava": "Look <image> at this cat", "qwen2_vl": "Look <|vision_start|><|image_pad|><|vision_end|> at it"}
+TEXT = {
+    "llava": "Look <image> at this cat",
+    "qwen2_vl": "Look <|vision_start|><|image_pad|><|vision_end|> at it",
+}
 TEXT_CONFIG = {
     "hidden_size": 32,
     "intermediate_size": 32,
@@ -39,8 +42,13 @@ def _tokenizer(extra: list[str]) -> Any:
 @lru_cache(maxsize=1)
 def llava() -> tuple[Any, Any]:
     """(model, processor): CLIP 32 x 32 images in 8 x 8 patches, a 4 x 4 grid of 16 tokens."""
-    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig
-    from transformers import LlavaForConditionalGeneration, LlavaProcessor
+    from transformers import (
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
     from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
 
     tok = _tokenizer(["<image>"])

@@ -1,0 +1,89 @@
+"""capture(..., images=...) on a tiny random Qwen2-VL: dynamic resolution, 2 x 2 merged patches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import vlm_models
+from vlm_models import TEXT, eager_attention, halves, image
+
+import attnscope
+
+# (height, width) -> the processor resizes to multiples of 16 within 256..4096 pixels
+SHAPES = {"square": (48, 48), "wide": (32, 96), "tall": (96, 32)}
+
+
+@pytest.fixture(scope="module")
+def qwen() -> tuple[Any, Any]:
+    return vlm_models.qwen2_vl()
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_qwen2_vl_attention_and_merged_grid(qwen: tuple[Any, Any], shape: str) -> None:
+    model, processor = qwen
+    picture = image(*SHAPES[shape])
+    trace = attnscope.capture(model, TEXT["qwen2_vl"], images=picture, processor=processor)
+    enc = processor(text=TEXT["qwen2_vl"], images=picture, return_tensors="pt")
+    assert np.abs(trace.attention - eager_attention(model, enc)).max() <= 1e-5
+    # The grid by hand: image_grid_thw counts 8-pixel patches; each token merges 2 x 2 of them.
+    t, h, w = enc["image_grid_thw"][0].tolist()
+    merge = processor.image_processor.merge_size
+    [region] = trace.images
+    assert t == 1
+    assert region.grid == (h // merge, w // merge)
+    height, width = SHAPES[shape]
+    assert (region.grid[0] > region.grid[1]) == (height > width)
+    assert (region.grid[0] < region.grid[1]) == (height < width)
+    token = model.config.image_token_id
+    placed = [i for i, t in enumerate(enc["input_ids"][0].tolist()) if t == token]
+    assert list(region.positions) == placed
+    assert len(placed) == h * w // merge**2
+    assert region.pixels.shape == (h * 8, w * 8, 3)
+    cols = region.grid[1]
+    assert trace.tokens[placed[cols + 1]] == "img0 1,1"
+
+
+def test_qwen2_vl_pixels_are_the_right_way_round(qwen: tuple[Any, Any]) -> None:
+    model, processor = qwen
+    trace = attnscope.capture(model, TEXT["qwen2_vl"], images=halves(32, 96), processor=processor)
+    pixels = trace.images[0].pixels.astype(int)
+    width = pixels.shape[1]
+    assert (pixels[:, : width // 2 - 2, 0] > 200).all()
+    assert (pixels[:, : width // 2 - 2, 2] < 60).all()
+    assert (pixels[:, width // 2 + 2 :, 2] > 200).all()
+    assert (pixels[:, width // 2 + 2 :, 0] < 60).all()
+
+
+def test_qwen2_vl_image_attention(qwen: tuple[Any, Any]) -> None:
+    model, processor = qwen
+    trace = attnscope.capture(model, TEXT["qwen2_vl"], images=image(32, 96), processor=processor)
+    region = trace.images[0]
+    [got] = attnscope.image_attention(trace, layer=1, head=[1, 2], query=[-1, -2])
+    att = trace.attention[1][[1, 2]][:, [-1, -2]][:, :, list(region.positions)]
+    np.testing.assert_allclose(got, att.sum(1).mean(0).reshape(region.grid), atol=1e-6)
+
+
+def test_qwen2_vl_generation_with_an_image(qwen: tuple[Any, Any]) -> None:
+    model, processor = qwen
+    picture = image(48, 48)
+    trace = attnscope.capture(
+        model, TEXT["qwen2_vl"], images=picture, processor=processor, max_new_tokens=3
+    )
+    enc = processor(text=TEXT["qwen2_vl"], images=picture, return_tensors="pt")
+    enc.pop("token_type_ids")
+    with torch.no_grad():
+        ids = model.generate(**enc, max_new_tokens=3, do_sample=False)
+    length = enc["input_ids"].shape[1]
+    assert trace.generated_ids == ids[0, length:].tolist()
+    types = enc["mm_token_type_ids"]
+    full = {
+        **enc,
+        "input_ids": ids,
+        "attention_mask": torch.ones_like(ids),
+        "mm_token_type_ids": torch.cat([types, types.new_zeros(1, 3)], dim=1),
+    }
+    assert np.abs(trace.attention - eager_attention(model, full)).max() <= 1e-5
+    assert trace.prompt_length == length
