@@ -256,6 +256,15 @@ export function renderModelView(ctx: ViewContext): Cleanup {
 
   const unSave = saveButtons(bar, {
     name: () => `attnscope-model-${store.get().stream}`,
+    caption: () => {
+      const s = store.get();
+      const stat = ranked() ? statistics.find((x) => x.name === s.rank_by) : undefined;
+      return [
+        `${meta.title ?? "attnscope"} · model view · ${stream().label ?? s.stream}${s.generated_only ? " · generated tokens' rows only" : ""}`,
+        `rows: layers, columns: heads · ${legend.textContent ?? ""}`,
+        ...(stat ? [`ranked by ${stat.label}: each layer's heads strongest first (${stat.formula})`] : []),
+      ];
+    },
     picture: () => {
       const s = scene();
       return { width: geo.width, height: geo.height, background: hex(theme.bg), font: theme.font, paint: (p) => paintAll(p, s) };

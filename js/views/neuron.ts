@@ -290,6 +290,16 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
 
   const unSave = saveButtons(bar, {
     name: () => `attnscope-neuron-L${st().layer}-H${st().head}`,
+    caption: () => {
+      const s = st(), r = rows;
+      const kv = r && r.kvHead >= 0 && r.kvHead !== s.head ? ` (kv head ${r.kvHead})` : "";
+      const score = r ? `score = q·k × ${fmt(r.scaling)}${r.bias ? " + bias" : ""}${r.softcap ? `, softcap ${fmt(r.softcap)}` : ""}` : "";
+      return [
+        `${meta.title ?? "attnscope"} · neuron view · layer ${stream().layers[s.layer] ?? s.layer} · head ${s.head}${kv}`,
+        `query "${sideQ.labels[queryIdx()] ?? ""}" (#${queryIdx()}) · ${score} · weight = softmax(score)${r?.sink != null ? " with a sink" : ""}`,
+        `keys: the ${visibleKeys().length} rows in view of ${r?.K ?? 0}, ${sortSel.value === "weight" ? "strongest first" : "in order"}`,
+      ];
+    },
     picture: () => (rows && chunk && !chunk.error ? rowsPicture({
       rows,
       k: arr(chunk, "k").data as Float32Array,

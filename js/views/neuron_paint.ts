@@ -51,6 +51,11 @@ export function rowsPicture(s: RowsScene): Picture {
     paint(p) {
       p.text(0, NROW / 2, `q (${imageLabel(s.queryLabel, LABEL_CHARS - 4)})`, fg);
       paintStrip(p, cK, 2, r.D, (d) => r.q[d] as number, r.maxQK, s.theme);
+      // The column headers, as the view shows them above its rows.
+      const head = NROW + NROW / 2, muted = hex(s.theme.muted);
+      for (const [x, text] of [[0, "key"], [cK, "k"], [cProd, "q × k"], [cQK, "q · k"], [cScore, "score"], [cWeight, "weight"]] as const) {
+        p.text(x, head, text, muted);
+      }
       s.keys.forEach((j, i) => {
         const y = (i + 2) * NROW, mid = y + NROW / 2;
         const kv = (d: number): number => s.k[j * r.D + d] as number;

@@ -1,0 +1,82 @@
+// Exported pictures say what they show: a caption band above the picture (js/export_image.ts),
+// the neuron view's column headers, and each view's caption (model, layer, head, query, scale, rank).
+import { createChunkSource, decodeChunks } from "../../js/data";
+import { captioned, pictureSvg, wrapCaption } from "../../js/export_image";
+import type { Picture } from "../../js/paint/painter";
+import type { Meta } from "../../js/types";
+import { renderModelView } from "../../js/views/model";
+import { renderNeuronView } from "../../js/views/neuron";
+import { installCanvas } from "./helpers/canvas";
+import { makeFixture, until, viewContext } from "./helpers/fixture";
+
+beforeAll(installCanvas);
+afterEach(() => { document.body.replaceChildren(); });
+
+/** The SVG a view's "SVG" button saves. */
+async function savedSvg(view: HTMLElement): Promise<string> {
+  const blobs: Blob[] = [];
+  const orig = URL.createObjectURL;
+  URL.createObjectURL = ((b: Blob) => { blobs.push(b); return "blob:x"; }) as typeof URL.createObjectURL;
+  view.querySelector<HTMLButtonElement>('[data-testid="save-svg"]')!.click();
+  URL.createObjectURL = orig;
+  return blobs[0]!.text();
+}
+
+const unescape = (t: string): string => t.replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+const texts = (svg: string): string[] => [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => unescape(m[1]!));
+
+describe("captioned", () => {
+  const square: Picture = {
+    width: 400, height: 100, background: "#111111", font: "11px sans-serif",
+    paint: (p) => { p.rect(0, 0, 10, 10, "#ff0000"); p.text(5, 50, "inside", "#ffffff"); },
+  };
+
+  it("writes the lines in a band above the picture and moves the picture down", () => {
+    const pic = captioned(square, ["first line", "second line"]);
+    expect(pic.height).toBeGreaterThan(100 + 2 * 12);
+    const svg = pictureSvg(pic);
+    expect(texts(svg).slice(0, 2)).toEqual(["first line", "second line"]);
+    const band = pic.height - 100;
+    expect(svg).toContain(`y="${band}"`); // the red square now starts under the band
+    expect(svg).toMatch(/fill="#e6e6e6"[^>]*>first line|>first line/); // light ink on a dark picture
+  });
+
+  it("wraps long lines and leaves a picture without lines as it is", () => {
+    expect(wrapCaption("aaa bbb ccc ddd", 8)).toEqual(["aaa bbb", "ccc ddd"]);
+    expect(captioned(square, [])).toBe(square);
+  });
+});
+
+describe("view exports", () => {
+  it("the neuron view's picture has its column headers and says layer, head, query and score", async () => {
+    const f = makeFixture({ bias: true });
+    const ctx = viewContext(f, { view: "neuron", layer: 1, head: 2, query: 3 });
+    renderNeuronView(ctx);
+    const view = ctx.root.querySelector<HTMLElement>('[data-testid="neuron-view"]')!;
+    await until(() => view.dataset.ready === "true");
+    const all = texts(await savedSvg(view));
+    for (const header of ["key", "k", "q × k", "q · k", "score", "weight"]) expect(all).toContain(header);
+    const caption = all.slice(0, 3).join(" ");
+    expect(caption).toContain(`${f.meta.title} · neuron view · layer 1 · head 2`);
+    expect(caption).toContain('query "tok3" (#3)');
+    expect(caption).toContain("+ bias");
+  });
+
+  it("the model view's picture names the model, the scale and the statistic it is ranked by", async () => {
+    const f = makeFixture({ layers: 2, heads: 3 });
+    const meta: Meta = { ...f.meta, statistics: [{ name: "sink", label: "attention sink", formula: "mean weight on token 0", source: "" }] };
+    const ctx = viewContext(f, { view: "model", rank_by: "sink" });
+    const stats = { key: "stats:self", arrays: { sink: { dtype: "f32" as const, shape: [2, 3], data: Float32Array.from([0.1, 0.5, 0.3, 0.9, 0.2, 0.4]) } } };
+    const data = createChunkSource((keys) => queueMicrotask(() => {
+      const m = f.message(keys.filter((k) => k !== "stats:self"));
+      data.receive([...decodeChunks(m.content, m.buffers), ...(keys.includes("stats:self") ? [stats] : [])]);
+    }));
+    renderModelView({ ...ctx, meta, data });
+    const view = ctx.root.querySelector<HTMLElement>('[data-testid="model-view"]')!;
+    await until(() => view.dataset.ready === "true" && view.dataset.rankedBy === "sink");
+    const caption = texts(await savedSvg(view)).join(" ");
+    expect(caption).toContain(`${f.meta.title} · model view`);
+    expect(caption).toContain("rows: layers, columns: heads");
+    expect(caption).toContain("ranked by attention sink");
+  });
+});
