@@ -354,8 +354,9 @@ def qk_arrays(stream: AttentionStream, position: int, head: int) -> list[NamedAr
     kv = stream.kv_head(head)
     full = (stream.num_layers, stream.num_heads, stream.q_len, stream.k_len)
     arrays: list[NamedArray] = [
-        ("q", np.ascontiguousarray(stream.queries[position, head])),
-        ("k", np.ascontiguousarray(stream.keys[position, kv])),
+        # float32 on the wire whatever the storage (a half-precision model keeps float16)
+        ("q", np.ascontiguousarray(stream.queries[position, head], dtype=np.float32)),
+        ("k", np.ascontiguousarray(stream.keys[position, kv], dtype=np.float32)),
         ("scaling", stream.scaling[position : position + 1].astype(np.float32)),
         ("kv_head", np.array([kv], dtype=np.uint32)),
     ]

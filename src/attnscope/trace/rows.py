@@ -222,13 +222,19 @@ def layer_keys(stream: AttentionStream, position: int) -> torch.Tensor:
     if layer.dtype == np.float32:
         return _tensor(layer).to(stream.device)
     kept = _WORK.__dict__.get("keys")
-    if kept is not None and kept[0] is keys and kept[1] == (position, stream.device):
+    if kept is not None and kept[0]() is keys and kept[1] == (position, stream.device):
         found: torch.Tensor = kept[2]
         return found
     _WORK.keys = None  # the old layer's copy goes before the new one is made
-    converted = torch.from_numpy(layer).to(stream.device).float()
-    _WORK.keys = (keys, (position, stream.device), converted)
+    if torch.device(stream.device).type == "cpu":
+        converted = torch.from_numpy(layer.astype(np.float32))
+    else:  # half the bytes cross to the device, converted there
+        converted = _tensor(layer).to(stream.device).float()
+    # A weak reference: the cache never keeps a trace's keys alive.
+    _WORK.keys = (weakref.ref(keys), (position, stream.device), converted)
     return converted
+
+
 _TOKENS = itertools.count()
 
 

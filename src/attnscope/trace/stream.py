@@ -86,7 +86,8 @@ class AttentionStream:
         The model's own index of each captured layer (``layers=[0, 5]`` when
         only those were captured). Defaults to ``0 .. layers-1``.
     queries
-        float32 ``(layers, heads, q_len, head_dim)``: q as dot-producted.
+        float32 ``(layers, heads, q_len, head_dim)``: q as dot-producted; float16
+        stays float16 (a half-precision model's q, computed with in float32).
     keys
         float32 ``(layers, kv_heads, k_len, head_dim)``. With grouped-query
         attention ``kv_heads < heads`` and query head ``h`` uses key head
@@ -239,8 +240,10 @@ class AttentionStream:
                     "meaningful with them (pass queries= and keys=, or drop scaling=)."
                 )
             return
-        q = check_rank(as_float32(queries, "queries"), 4, "queries", name)
-        k = check_rank(as_float32(keys, "keys"), 4, "keys", name)
+        q = check_rank(_as_vectors(queries, "queries"), 4, "queries", name)
+        k = check_rank(_as_vectors(keys, "keys"), 4, "keys", name)
+        if q.dtype != k.dtype:  # both in one precision: the wider one
+            q, k = q.astype(np.float32, copy=False), k.astype(np.float32, copy=False)
         if self.weights is not None and q.shape[:3] != self.weights.shape[:3]:
             raise ValueError(
                 f"{name}: queries has shape {q.shape}; expected "
@@ -537,10 +540,30 @@ class AttentionStream:
 def _as_weights(value: Any) -> npt.NDArray[np.floating[Any]]:
     """float16 weights stay float16 (compact storage); anything else becomes float32."""
     if isinstance(value, np.ndarray) and value.dtype == np.float16:
-        if not np.isfinite(value).all():
+        if not all(np.isfinite(layer).all() for layer in value.reshape(-1, *value.shape[-2:])):
             raise ValueError("attention contains non-finite values.")
         return np.ascontiguousarray(value)
     return as_float32(value, "attention")
+
+
+def _as_vectors(value: Any, what: str) -> FloatArray:
+    """float16 q or k stay float16 (a half-precision model's own values); others float32.
+
+    A float16 tensor is kept as float16 too; bfloat16, which numpy has no
+    type for, becomes float32 here (capture stores it as float16 itself).
+    """
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor) and value.dtype == torch.float16:
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray) and value.dtype == np.float16:
+        if not all(np.isfinite(layer).all() for layer in value.reshape(-1, *value.shape[-2:])):
+            raise ValueError(
+                f"{what} contains non-finite values; check the model ran without overflow."
+            )
+        return np.ascontiguousarray(value)  # type: ignore[return-value]
+    return as_float32(value, what)
 
 
 def _check_broadcast(shape: tuple[int, ...], full: tuple[int, ...], what: str, stream: str) -> None:

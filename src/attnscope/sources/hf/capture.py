@@ -17,6 +17,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from attnscope.errors import AttnscopeError
@@ -164,6 +165,7 @@ def _metadata(model: Any, route: str, streams: Sequence[AttentionStream]) -> dic
         "display_name": model_display_name(model),
         "model_class": type(model).__name__,
         "dtype": str(model.dtype).removeprefix("torch."),
+        "qk_dtype": sorted({str(s.queries.dtype) for s in streams if s.queries is not None}),
         "num_layers": layer_count(config),
         "num_heads": streams[0].num_heads,
         "captured_layers": list(streams[0].layers),
@@ -218,13 +220,20 @@ def _streams(
     return streams
 
 
-def _dtype_note(model: Any) -> list[str]:
+def _dtype_note(model: Any, streams: Sequence[AttentionStream]) -> list[str]:
     if model.dtype in (torch.float32, torch.float64):
         return []
     dtype = str(model.dtype).removeprefix("torch.")
+    half = [s.name for s in streams if s.queries is not None and s.queries.dtype == np.float16]
+    kept = "q and k are stored as float16 and " if half else ""
+    if half and len(half) < sum(s.has_qk for s in streams):
+        kept = f"q and k of {', '.join(half)} are stored as float16 (the others as float32) and "
+    exact = " (float16 holds bfloat16's values exactly from 6e-5 to 65504)" if half else ""
+    if dtype != "bfloat16":
+        exact = ""
     return [
-        f"the model ran in {dtype}: the trace holds its numbers as float32, and check() "
-        f"agrees with them only to {dtype} precision."
+        f"the model ran in {dtype}: {kept}attention is recomputed in float32{exact}; "
+        f"check() agrees with the model's own weights only to {dtype} precision."
     ]
 
 
@@ -392,7 +401,7 @@ def capture(
             with layer_progress(model, count):
                 route, calls = _run_route(model, "attention-only", forward, chosen, notes)
             streams = _streams(model, calls, sides, route, notes)
-        notes += _dtype_note(model)
+        notes += _dtype_note(model, streams)
     trace = AttentionTrace.from_streams(
         source.kept_tokens(),
         streams,

@@ -9,7 +9,10 @@ computes the call's output with the fast implementation (sdpa) where the
 call allows it, and asks the model's own ``eager_attention_forward`` only for
 a few query rows (:data:`REFERENCE_ROWS`): their weights are kept as the
 reference ``trace.check()`` holds the recomputed rows to, and their output
-must match the fast one, or the call is run eager after all. Calls that were
+must match the fast one within what two correct kernels of the model's dtype
+may differ by (:func:`out_tolerance`), or the call is run eager after all.
+Eager runs a block of query rows at a time (:func:`eager_in_blocks`), so no
+call ever holds more than one block of one layer's scores. Calls that were
 not asked for run the model's original implementation. A probe recorder
 (``weights=True``) returns the eager weights instead, so that calls can be
 told apart by the identity of the weights in the model's outputs.
@@ -55,6 +58,8 @@ class AttentionCall:
     reference: torch.Tensor | None = None
     returned: str = ""
     """Why the model gave no weights tensor for this layer, when it did not (Pegasus-X: a dict)."""
+    eager_why: str = ""
+    """Why this call's output came from eager attention although a fast one was at hand."""
 
     @property
     def recorded(self) -> bool:
@@ -167,8 +172,96 @@ def _is_plain_causal(blocked: torch.Tensor | None, folded: torch.Tensor | None) 
 
 REFERENCE_ROWS = 8
 """Query rows per recorded call whose weights eager attention computes for reference."""
-_OUT_TOLERANCE = 1e-4
-"""Largest |fast - eager| in a call's output (relative to its scale) taken as equal."""
+EAGER_BLOCK_VALUES = 1 << 22
+"""Most scores (heads x query rows x keys) one eager call computes: 16 MiB of float32."""
+
+
+def out_tolerance(dtype: torch.dtype) -> float:
+    """Largest |fast - eager| in a call's output (relative to its scale) taken as equal.
+
+    Two correct kernels round differently: float32 agrees to ~1e-6, but
+    bfloat16 and float16 outputs of sdpa and eager differ by about half
+    their epsilon (measured: 2e-3 to 3e-3 for bfloat16, 4e-4 for float16,
+    relative to 1 + the largest output). Four epsilons of the dtype, and
+    never less than 1e-4, keep a fast path that only rounds differently;
+    one that drops a term is off by the size of the output itself.
+
+    Examples
+    --------
+    >>> out_tolerance(torch.float32), out_tolerance(torch.bfloat16), out_tolerance(torch.float16)
+    (0.0001, 0.03125, 0.00390625)
+    """
+    return max(1e-4, 4 * float(torch.finfo(dtype).eps))
+
+
+def _rows_of(value: Any, rows: torch.Tensor | slice, q_len: int) -> Any:
+    """The query rows of an attention-shaped (4-D, ``(..., q_len, k)``) argument."""
+    if isinstance(value, torch.Tensor) and value.ndim == 4 and value.shape[-2] == q_len > 1:
+        if isinstance(rows, slice):
+            return value[..., rows, :]
+        return value.index_select(-2, rows.to(value.device))
+    return value
+
+
+def eager_in_blocks(
+    eager: AttentionFunction,
+    call: tuple[Any, ...],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    rows: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Eager attention of ``call`` = (module, query, key, value, mask), a block of rows at a time.
+
+    Each eager call sees a block of query rows (all of them, or those listed
+    in ``rows``), with the mask's and every attention-shaped argument's rows
+    cut alike, so its scores hold at most :data:`EAGER_BLOCK_VALUES` values
+    (one query row when a row alone holds more); the float mask eager adds is
+    made per block from the boolean one. Rows of a softmax do not depend on
+    each other, so the blocks joined are the call's output, and its weights
+    (None when eager gave none).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from transformers.models.llama.modeling_llama import eager_attention_forward
+    >>> module = torch.nn.Module(); module.num_key_value_groups = 1
+    >>> q = torch.randn(1, 2, 5, 4)
+    >>> mask = torch.ones(5, 5, dtype=torch.bool).tril()[None, None]
+    >>> whole, _ = eager_attention_forward(module, q, q, q, additive(mask, q.dtype), scaling=0.5)
+    >>> parts, weights = eager_in_blocks(eager_attention_forward, (module, q, q, q, mask), (),
+    ...                                  {"scaling": 0.5})
+    >>> torch.allclose(whole, parts), weights.shape
+    (True, torch.Size([1, 2, 5, 5]))
+    """
+    module, query, key, value, mask = call
+    heads, q_len, k_len = query.shape[1], query.shape[-2], key.shape[-2]
+    count = q_len if rows is None else len(rows)
+    step = max(1, EAGER_BLOCK_VALUES // max(heads * k_len, 1))
+    outs: list[torch.Tensor] = []
+    weights: list[torch.Tensor] = []
+    for start in range(0, count, step):
+        stop = min(start + step, count)
+        part: torch.Tensor | slice = slice(start, stop) if rows is None else rows[start:stop]
+        if rows is None and start == 0 and stop == q_len:
+            block_query, block_mask, sliced = query, mask, kwargs
+        else:
+            block_query = (
+                query[:, :, part] if isinstance(part, slice) else query.index_select(2, part)
+            )
+            block_mask = _rows_of(mask, part, q_len)
+            sliced = {k: _rows_of(v, part, q_len) for k, v in kwargs.items()}
+        out, weight = eager(
+            module, block_query, key, value, additive(block_mask, query.dtype), *args, **sliced
+        )
+        outs.append(out)
+        if weight is not None:
+            weights.append(weight)
+    joined = None if len(weights) != len(outs) else torch.cat(weights, dim=-2)
+    if len(outs) == 1:
+        return outs[0], joined
+    # eager returns (batch, q, heads, d); the query axis is the one the blocks cut
+    axis = 1 if outs[0].shape[1] == min(step, count) else 2
+    return torch.cat(outs, dim=axis), joined
 
 
 def reference_rows(q_len: int) -> list[int]:
@@ -183,13 +276,6 @@ def reference_rows(q_len: int) -> list[int]:
         return list(range(q_len))
     picked = [i * q_len // (REFERENCE_ROWS - 1) for i in range(REFERENCE_ROWS - 1)]
     return [*picked, q_len - 1]
-
-
-def _rows_of(value: Any, rows: torch.Tensor, q_len: int) -> Any:
-    """The query rows of an attention-shaped (4-D, ``(..., q_len, k)``) argument."""
-    if isinstance(value, torch.Tensor) and value.ndim == 4 and value.shape[-2] == q_len > 1:
-        return value.index_select(-2, rows.to(value.device))
-    return value
 
 
 class Recorder:
@@ -229,6 +315,8 @@ class Recorder:
         self.fast = fast
         self.weights = weights
         self.calls: list[AttentionCall] = []
+        self.rejected = ""
+        """Why the fast function was given up, once it was (empty while it is used)."""
         self._causal: dict[tuple[int, tuple[int, ...]], bool] = {}
         self._split: dict[tuple[int, tuple[int, ...], int], tuple[Any, Any]] = {}
 
@@ -293,12 +381,10 @@ class Recorder:
         special = kwargs.get("softcap") is not None or kwargs.get("s_aux") is not None or args
         if self.keep is not None and index not in self.keep:
             self.calls.append(AttentionCall())
+            call = (module, query, key, value, attention_mask)
             if self.fallback is not None and not special:
-                call = (module, query, key, value, attention_mask)
                 return self._run_fast(self.fallback, call, kwargs), None
-            full = additive(attention_mask, query.dtype)
-            plain, _ = eager(module, query, key, value, full, *args, **kwargs)
-            return plain, None
+            return eager_in_blocks(eager, call, args, kwargs)[0], None
         if self.weights:
             full = additive(attention_mask, query.dtype)
             probed, weights = eager(module, query, key, value, full, *args, **kwargs)
@@ -312,36 +398,37 @@ class Recorder:
         q_len = query.shape[-2]
         rows = reference_rows(q_len)
         picked = torch.tensor(rows, device=query.device)
-        sliced = {k: _rows_of(v, picked, q_len) for k, v in kwargs.items()}
-        out_rows, reference = eager(
-            module,
-            query.index_select(2, picked),
-            key,
-            value,
-            additive(_rows_of(attention_mask, picked, q_len), query.dtype),
-            *args,
-            **sliced,
-        )
+        call = (module, query, key, value, attention_mask)
+        out_rows, reference = eager_in_blocks(eager, call, args, kwargs, picked)
         if reference is None:
             raise RuntimeError(
                 f"{type(module).__name__}'s eager attention returned no weights; "
                 "attnscope cannot capture this model's attention."
             )
         out: torch.Tensor | None = None
+        why = ""
         if self.fast is not None and not special:
-            call = (module, query, key, value, attention_mask)
             fast_out = self._run_fast(self.fast, call, kwargs)
-            # The fast output must be eager's (up to rounding) on the rows both computed.
+            # The fast output must be eager's (up to the dtype's rounding) on the rows both
+            # computed.
             expected = out_rows.float()
             got = fast_out.index_select(1, picked).float()
             scale = 1.0 + float(expected.abs().max())
-            if float((got - expected).abs().max()) <= _OUT_TOLERANCE * scale:
+            off = float((got - expected).abs().max()) / scale
+            if off <= out_tolerance(query.dtype):
                 out = fast_out
-            else:
-                self.fast = None  # this model's fast path is not eager's: eager from now on
+            else:  # this model's fast path is not eager's: eager from now on
+                self.fast = None
+                self.rejected = (
+                    f"its sdpa attention's output differs from its eager attention's by "
+                    f"{off:.2g} (relative), more than {str(query.dtype).removeprefix('torch.')} "
+                    f"rounding allows ({out_tolerance(query.dtype):.2g}): capture computed "
+                    "every layer eagerly, a block of query rows at a time, and the trace holds "
+                    "eager's attention, which may differ from what the model computes with sdpa."
+                )
         if out is None:
-            full = additive(attention_mask, query.dtype)
-            out, _ = eager(module, query, key, value, full, *args, **kwargs)
+            out, _ = eager_in_blocks(eager, call, args, kwargs)
+            why = self.rejected
         blocked, folded = self._split_mask(attention_mask, key.shape[-2])
         bias = kwargs.get("position_bias")
         if bias is not None:
@@ -362,6 +449,7 @@ class Recorder:
                 sinks=None if sinks is None else sinks.reshape(-1),
                 reference_rows=rows,
                 reference=reference[0].float(),
+                eager_why=why,
             )
         )
         return out, None

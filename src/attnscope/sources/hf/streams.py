@@ -1,6 +1,7 @@
 """Recorded calls to :class:`~attnscope.AttentionStream`: stack, trim padding, validate.
 
-A stream whose calls recorded q and k keeps those (float32, O(N) per head),
+A stream whose calls recorded q and k keeps those (O(N) per head: float32, or
+float16 for a half-precision model, :func:`qk_dtype`),
 the terms around them, the mask as a rule (a run of visible keys per query,
 :mod:`attnscope.trace.key_spans`) where it is one, and a few rows of the
 model's own weights to check the recomputation against; never the N² weights.
@@ -109,34 +110,80 @@ def _check_rows(
         )
 
 
+HALF_LARGEST = float(np.finfo(np.float16).max)
+"""Largest magnitude float16 holds: a bfloat16 model's q/k beyond it are stored as float32."""
+
+
+def qk_dtype(records: Sequence[AttentionCall]) -> type[np.floating[Any]]:
+    """The numpy dtype a stream keeps its recorded q and k in: the model's precision.
+
+    float16 q/k stay float16. bfloat16 (which numpy has no type for) is kept
+    as float16 too, whose 11-bit significand holds every bfloat16 value of
+    magnitude 6e-5 .. 65504 exactly (smaller ones to float16's subnormal
+    steps, 6e-8, far below any q·k they join); a layer with a value past
+    65504 keeps float32. Everything else is float32. The check reads each
+    layer where it lies, one reduction per tensor.
+
+    Examples
+    --------
+    >>> import torch
+    >>> call = AttentionCall(query=torch.ones(1, 2, 2, dtype=torch.bfloat16))
+    >>> call.key = call.query
+    >>> qk_dtype([call]).__name__
+    'float16'
+    >>> call.key = call.query * 1e5
+    >>> qk_dtype([call]).__name__
+    'float32'
+    """
+    tensors = [t for c in records for t in (c.query, c.key) if t is not None]
+    kinds = {t.dtype for t in tensors}
+    if not kinds or not kinds <= {torch.float16, torch.bfloat16}:
+        return np.float32
+    if torch.bfloat16 in kinds:
+        for t in tensors:
+            if t.numel() and float(t.detach().abs().max()) > HALF_LARGEST:
+                return np.float32
+    return np.float16
+
+
 def _vectors(
     records: Sequence[AttentionCall], rows: list[int] | None, cols: list[int] | None
 ) -> tuple[FloatArray, FloatArray]:
     """Stacked q and k, zero-padded to the widest head_dim, key heads made alike.
 
-    Each layer is copied straight into the result, so capture holds the
-    recorded vectors and one stacked copy, never a padded list besides.
+    Each layer is copied straight into the result, in :func:`qk_dtype`, so
+    each layer leaves the model's device once, and capture holds the recorded
+    vectors and one stacked copy, never a float32 or padded list besides.
     """
     width = max(int(_pick_rows(c.query, None).shape[-1]) for c in records)
     heads = int(_pick_rows(records[0].query, None).shape[0])
     key_heads = {int(_pick_rows(c.key, None).shape[0]) for c in records}
     repeat = len(key_heads) > 1  # key heads differ: one per query head
+    dtype = qk_dtype(records)
     return (
-        _into_one([_pick_rows(c.query, rows) for c in records], width, None),
-        _into_one([_pick_rows(c.key, cols) for c in records], width, heads if repeat else None),
+        _into_one([_pick_rows(c.query, rows) for c in records], width, None, dtype),
+        _into_one(
+            [_pick_rows(c.key, cols) for c in records], width, heads if repeat else None, dtype
+        ),
     )
 
 
-def _into_one(layers: list[torch.Tensor], width: int, heads: int | None) -> FloatArray:
-    """float32 ``(layers, heads, positions, width)`` of per-layer ``(heads, positions, d)``."""
+def _into_one(
+    layers: list[torch.Tensor],
+    width: int,
+    heads: int | None,
+    dtype: type[np.floating[Any]] = np.float32,
+) -> FloatArray:
+    """``dtype`` ``(layers, heads, positions, width)`` of per-layer ``(heads, positions, d)``."""
     first = layers[0]
     count = heads if heads is not None else int(first.shape[0])
-    out = np.zeros((len(layers), count, int(first.shape[1]), width), np.float32)
+    out = np.zeros((len(layers), count, int(first.shape[1]), width), dtype)
     target = torch.from_numpy(out)
     for i, layer in enumerate(layers):
         alike = layer if heads is None else layer.repeat_interleave(heads // layer.shape[0], dim=0)
+        # One copy per layer: to the host and into the stored dtype together.
         target[i, :, :, : alike.shape[-1]].copy_(alike.detach())
-    return out
+    return out  # type: ignore[return-value]
 
 
 def _spans(
@@ -412,4 +459,6 @@ def build_streams(
         stream, said = _checked(stream, tolerance(dtype), lambda build=build: build(sinks=False))
         streams.append(stream)
         notes += [n for n in (_width_note(group.name, group.calls), said) if n]
+    eager = sorted({c.eager_why for _, c in calls if c.eager_why})
+    notes += [f"{name}: {why}" for why in eager]
     return streams, notes
