@@ -16,6 +16,7 @@ import torch
 TEXT = {
     "llava": "Look <image> at this cat",
     "qwen2_vl": "Look <|vision_start|><|image_pad|><|vision_end|> at it",
+    "idefics3": "Look <image> at it",
 }
 TEXT_CONFIG = {
     "hidden_size": 32,
@@ -151,3 +152,35 @@ def eager_attention(model: Any, inputs: Any) -> np.ndarray[Any, Any]:
     finally:
         model.set_attn_implementation(before)
     return torch.stack([a[0] for a in out.attentions]).float().numpy()
+
+
+@lru_cache(maxsize=1)
+def idefics3() -> tuple[Any, Any]:
+    """(model, processor): images resized to 64 px longest, split into 32-px tiles plus an
+    overview; 8-px patches pixel-shuffled 2 x 2, so 4 tokens (2 x 2) per tile."""
+    from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3Processor
+    from transformers.models.idefics3.image_processing_pil_idefics3 import (
+        Idefics3ImageProcessorPil,
+    )
+
+    tiles = [f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)]
+    tok = _tokenizer(["<image>", "<fake_token_around_image>", "<global-img>", *tiles])
+    image_processor = Idefics3ImageProcessorPil(
+        size={"longest_edge": 64}, max_image_size={"longest_edge": 32}, do_image_splitting=True
+    )
+    processor = Idefics3Processor(image_processor=image_processor, tokenizer=tok, image_seq_len=4)
+    config = Idefics3Config(
+        vision_config={
+            "image_size": 32,
+            "patch_size": 8,
+            "hidden_size": 16,
+            "intermediate_size": 16,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+        },
+        text_config={"model_type": "llama", "vocab_size": len(tok), **TEXT_CONFIG},
+        scale_factor=2,
+        image_token_id=tok.convert_tokens_to_ids("<image>"),
+    )
+    torch.manual_seed(0)
+    return Idefics3ForConditionalGeneration(config).eval(), processor

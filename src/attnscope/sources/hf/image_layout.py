@@ -54,14 +54,16 @@ class Layout:
         )
 
 
-Reader = Callable[[Any, Any, Mapping[str, Any]], "list[Layout] | str"]
+Reader = Callable[[Any, Any, Mapping[str, Any], Sequence[Any]], "list[Layout] | str"]
 
 
 def _setting(value: Any) -> int | None:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _llava(model: Any, processor: Any, encoding: Mapping[str, Any]) -> list[Layout] | str:
+def _llava(
+    model: Any, processor: Any, encoding: Mapping[str, Any], images: Sequence[Any]
+) -> list[Layout] | str:
     """LLaVA: one CLIP-style grid per image, ``pixel_values`` (images, 3, H, W)."""
     config = model.config
     patch = _setting(getattr(processor, "patch_size", None)) or _setting(
@@ -91,7 +93,9 @@ def _llava(model: Any, processor: Any, encoding: Mapping[str, Any]) -> list[Layo
     ]
 
 
-def _qwen2_vl(model: Any, processor: Any, encoding: Mapping[str, Any]) -> list[Layout] | str:
+def _qwen2_vl(
+    model: Any, processor: Any, encoding: Mapping[str, Any], images: Sequence[Any]
+) -> list[Layout] | str:
     """Qwen2-VL / Qwen2.5-VL: dynamic resolution, ``merge x merge`` patches per token."""
     image_processor = processor.image_processor
     merge = _setting(getattr(image_processor, "merge_size", None))
@@ -118,15 +122,81 @@ def _qwen2_vl(model: Any, processor: Any, encoding: Mapping[str, Any]) -> list[L
     return layouts
 
 
+def _tiled_cells(rows: int, cols: int, side: int) -> list[int]:
+    """For each cell of the whole tiled grid in raster order, its index in the run of tokens.
+
+    Tiles come row by row, each with ``side * side`` tokens in raster order.
+
+    Examples
+    --------
+    >>> _tiled_cells(1, 2, 2)
+    [0, 1, 4, 5, 2, 3, 6, 7]
+    """
+    cells = []
+    for r in range(rows * side):
+        for c in range(cols * side):
+            tile = (r // side) * cols + c // side
+            cells.append(tile * side * side + (r % side) * side + c % side)
+    return cells
+
+
+def _idefics3(
+    model: Any, processor: Any, encoding: Mapping[str, Any], images: Sequence[Any]
+) -> list[Layout] | str:
+    """Idefics3: tiles row by row, then a downscaled whole image; each tile pixel-shuffled."""
+    config = model.config
+    vision = getattr(config, "vision_config", None)
+    size = _setting(getattr(vision, "image_size", None))
+    patch = _setting(getattr(vision, "patch_size", None))
+    scale = _setting(getattr(config, "scale_factor", None))
+    seq_len = _setting(getattr(processor, "image_seq_len", None))
+    if size is None or patch is None or scale is None or seq_len is None:
+        return "the config or processor does not say its tile size, patch size and scale factor"
+    side = size // patch // scale
+    if side * side != seq_len:
+        return f"the processor gives {seq_len} tokens per tile but the model makes {side * side}"
+    info = processor.image_processor(list(images), return_row_col_info=True)
+    tiles = encoding["pixel_values"][0].float().numpy()
+    layouts: list[Layout] = []
+    start = 0
+    for rows, cols in zip(info["rows"][0], info["cols"][0], strict=True):
+        count = rows * cols
+        if count == 0:  # not split: the whole image is one tile
+            picture = to_picture(processor.image_processor, tiles[start])
+            layouts.append(Layout(seq_len, (side, side), list(range(seq_len)), picture))
+            start += 1
+            continue
+        grid = tiles[start : start + count]
+        whole = np.concatenate(
+            [np.concatenate(list(grid[r * cols : (r + 1) * cols]), 2) for r in range(rows)], 1
+        )
+        start += count + 1
+        layouts.append(
+            Layout(
+                count=(count + 1) * seq_len,
+                grid=(rows * side, cols * side),
+                cells=_tiled_cells(rows, cols, side),
+                pixels=to_picture(processor.image_processor, whole),
+                tiles=(rows, cols),
+                extra={"overview": list(range(count * seq_len, (count + 1) * seq_len))},
+                extra_grids={"overview": (side, side)},
+            )
+        )
+    return layouts
+
+
 READERS: dict[str, Reader] = {
     "llava": _llava,
     "qwen2_vl": _qwen2_vl,
     "qwen2_5_vl": _qwen2_vl,
+    "idefics3": _idefics3,
 }
 """Layout readers by ``config.model_type``."""
 
 
-def read_layouts(model: Any, processor: Any, encoding: Mapping[str, Any]) -> list[Layout] | str:
+def read_layouts(
+    model: Any, processor: Any, encoding: Mapping[str, Any], images: Sequence[Any]
+) -> list[Layout] | str:
     """Each image's layout from ``processor``'s output ``encoding``, or why it cannot be read.
 
     Examples
@@ -135,12 +205,12 @@ def read_layouts(model: Any, processor: Any, encoding: Mapping[str, Any]) -> lis
     ...     model_type = "llava_next"
     >>> class Model:
     ...     config = Config()
-    >>> read_layouts(Model(), None, {})  # doctest: +ELLIPSIS
-    'attnscope has no layout reader for llava_next images yet (it reads llava, ...)'
+    >>> read_layouts(Model(), None, {}, [])  # doctest: +ELLIPSIS
+    'attnscope has no layout reader for llava_next images yet (it reads idefics3, llava, ...)'
     """
     model_type = str(model.config.model_type)
     reader = READERS.get(model_type)
     if reader is None:
         known = ", ".join(sorted(READERS))
         return f"attnscope has no layout reader for {model_type} images yet (it reads {known})"
-    return reader(model, processor, encoding)
+    return reader(model, processor, encoding, images)

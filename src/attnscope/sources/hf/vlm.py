@@ -200,7 +200,7 @@ def encode_with_images(
     encoding = processor(text=text, images=list(images), return_tensors="pt")
     ids = [int(i) for i in encoding["input_ids"][0]]
     tokenizer = processor.tokenizer
-    regions, why = place_images(ids, token, read_layouts(model, processor, encoding))
+    regions, why = place_images(ids, token, read_layouts(model, processor, encoding, images))
     notes = []
     if why is not None:
         notes.append(

@@ -1,0 +1,102 @@
+"""capture(..., images=...) on a tiny random Idefics3: images split into tiles plus an overview."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+import attnscope
+import vlm_models
+from vlm_models import TEXT, eager_attention, halves, image
+
+SHAPES = {"square": (40, 40), "wide": (30, 70), "tall": (70, 30)}
+SIDE = 2  # 32-px tiles of 8-px patches, pixel-shuffled 2 x 2: 2 x 2 tokens per tile
+
+
+@pytest.fixture(scope="module")
+def idefics3() -> tuple[Any, Any]:
+    return vlm_models.idefics3()
+
+
+def _processed(processor: Any, images: Any) -> Any:
+    enc = processor(text=TEXT["idefics3"], images=images, return_tensors="pt")
+    enc.pop("token_type_ids")
+    return enc
+
+
+def _tiles_by_hand(
+    tokens: list[str], token: str
+) -> tuple[dict[tuple[int, int], list[int]], list[int]]:
+    """Each tile's image token positions, read from the processor's own <row_r_col_c> tags."""
+    tiles: dict[tuple[int, int], list[int]] = {}
+    overview: list[int] = []
+    current: list[int] | None = None
+    for i, text in enumerate(tokens):
+        if found := re.fullmatch(r"<row_(\d+)_col_(\d+)>", text):
+            current = tiles.setdefault((int(found[1]) - 1, int(found[2]) - 1), [])
+        elif text == "<global-img>":
+            current = overview
+        elif text == token and current is not None:
+            current.append(i)
+    return tiles, overview
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_idefics3_tiles_grid_and_attention(idefics3: tuple[Any, Any], shape: str) -> None:
+    model, processor = idefics3
+    picture = image(*SHAPES[shape])
+    trace = attnscope.capture(model, TEXT["idefics3"], images=picture, processor=processor)
+    enc = _processed(processor, picture)
+    assert np.abs(trace.attention - eager_attention(model, enc)).max() <= 1e-5
+    raw = processor.tokenizer.convert_ids_to_tokens(enc["input_ids"][0])
+    tiles, overview = _tiles_by_hand(raw, processor.image_token)
+    rows = 1 + max(r for r, _ in tiles)
+    cols = 1 + max(c for _, c in tiles)
+    height, width = SHAPES[shape]
+    assert (rows > cols) == (height > width)
+    assert (rows < cols) == (height < width)
+    [region] = trace.images
+    assert region.tiles == (rows, cols)
+    assert region.grid == (rows * SIDE, cols * SIDE)
+    for (r, c), positions in tiles.items():
+        assert len(positions) == SIDE * SIDE
+        for i, p in enumerate(positions):
+            cell = (r * SIDE + i // SIDE) * region.grid[1] + c * SIDE + i % SIDE
+            assert region.positions[cell] == p
+    assert list(region.extra["overview"]) == overview
+    assert region.extra_grids["overview"] == (SIDE, SIDE)
+    assert region.pixels.shape == (rows * 32, cols * 32, 3)
+    [weights] = attnscope.image_attention(trace, layer=1, head=0)
+    expected = trace.attention[1, 0, -1, list(region.positions)].reshape(region.grid)
+    np.testing.assert_allclose(weights, expected, atol=1e-7)
+
+
+def test_idefics3_tiles_assemble_the_picture(idefics3: tuple[Any, Any]) -> None:
+    model, processor = idefics3
+    trace = attnscope.capture(model, TEXT["idefics3"], images=halves(32, 64), processor=processor)
+    [region] = trace.images
+    assert region.tiles == (1, 2)  # the left tile is red, the right one blue
+    pixels = region.pixels.astype(int)
+    assert (pixels[:, :28, 0] > 200).all()
+    assert (pixels[:, :28, 2] < 60).all()
+    assert (pixels[:, 36:, 2] > 200).all()
+    assert (pixels[:, 36:, 0] < 60).all()
+
+
+def test_idefics3_two_images(idefics3: tuple[Any, Any]) -> None:
+    model, processor = idefics3
+    text = "One <image> two <image> end"
+    pictures = [image(40, 40, seed=1), image(30, 70, seed=2)]
+    trace = attnscope.capture(model, text, images=pictures, processor=processor)
+    enc = processor(text=text, images=pictures, return_tensors="pt")
+    enc.pop("token_type_ids")
+    assert np.abs(trace.attention - eager_attention(model, enc)).max() <= 1e-5
+    assert [r.tiles for r in trace.images] == [(2, 2), (1, 2)]
+    ids = enc["input_ids"][0].tolist()
+    placed = [i for i, t in enumerate(ids) if t == model.config.image_token_id]
+    first = trace.images[0].all_positions()
+    assert sorted(first) == placed[: len(first)]
+    assert sorted(trace.images[1].all_positions()) == placed[len(first) :]
