@@ -20,9 +20,9 @@ import { layerRows, tokenRange, type RowRange } from "./head_blocks";
 import { headSwatches, pairFilterSelect } from "./head_controls";
 import {
   collectLines, emptyLines, focusedQuery, headLayout, keyWeights, MAX_LINES, offscreenKeys, ROW, rowMax, topRowsOf,
-  type HeadLayout, type Hover, type TopRows,
+  visibleRows, type HeadLayout, type Hover, type TopRows,
 } from "./head_lines";
-import { paintCaption, paintLines, paintOffscreenCounts, paintTokenLabels, CAPTION_H } from "./head_paint";
+import { paintLines, paintOffscreenCounts, paintTokenLabels } from "./head_paint";
 import { stepControl, type StepControl } from "./head_step";
 import { defaultLineScale, exportCaption, faintNotice, headOffsets, scaleControl, scaleLegend, type LineScale } from "./head_scale";
 import { clearRows, placeRows, type TokenColumn } from "./head_tokens";
@@ -323,19 +323,28 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   if (signed) bar.append(diffLegend());
   const unSave = saveButtons(bar, {
     name: () => `attnscope-head-L${st().layer}`,
+    // Above the picture (js/export_image.ts): under it, the caption met the last label.
+    caption: () => {
+      const g = layout(), s = st(), { first, last } = visibleRows(g);
+      const shown = last - first + 1 < g.rows ? [`rows ${first + 1}–${last + 1} of ${g.rows} drawn (those on screen; scroll the view to export others)`] : [];
+      const options = [s.log_scale ? "log scale" : "", s.hide_special ? "special tokens hidden" : "", s.words ? "words" : ""].filter(Boolean);
+      return [
+        exportCaption(meta.title ?? "", stream().layers[s.layer] ?? s.layer, shownHeads(), stream().num_heads, s.query == null ? null : display.sideQ.labels[rowOf(display.wordsQ, s.query) ?? 0] ?? null),
+        [scaleBox.legend.textContent ?? "", ...options].filter(Boolean).join(" · "),
+        ...shown,
+      ].filter(Boolean);
+    },
     picture: () => {
       const g = layout();
       const s = st();
-      const caption = exportCaption(meta.title ?? "", stream().layers[s.layer] ?? s.layer, shownHeads(), stream().num_heads, s.query == null ? null : display.sideQ.labels[rowOf(display.wordsQ, s.query) ?? 0] ?? null);
       return {
-        width: g.width, height: g.height + CAPTION_H, background: hex(theme.bg), font: theme.font,
+        width: g.width, height: g.height, background: hex(theme.bg), font: theme.font,
         paint: (p) => {
           paintCanvasPart(p, g);
           paintTokenLabels(p, g, display.sideQ, display.sideK, theme, generation ? rowOf(display.wordsQ, generation.prompt) : null, {
             query: s.query == null ? null : rowOf(display.wordsQ, s.query),
             key: s.key == null ? null : rowOf(display.wordsK, s.key),
           });
-          paintCaption(p, g, caption, theme);
         },
       };
     },

@@ -4,6 +4,7 @@ import { createChunkSource, decodeChunks } from "../../js/data";
 import { captioned, pictureSvg, wrapCaption } from "../../js/export_image";
 import type { Picture } from "../../js/paint/painter";
 import type { Meta } from "../../js/types";
+import { renderHeadView } from "../../js/views/head";
 import { renderModelView } from "../../js/views/model";
 import { renderNeuronView } from "../../js/views/neuron";
 import { installCanvas } from "./helpers/canvas";
@@ -78,5 +79,24 @@ describe("view exports", () => {
     expect(caption).toContain(`${f.meta.title} · model view`);
     expect(caption).toContain("rows: layers, columns: heads");
     expect(caption).toContain("ranked by attention sink");
+  });
+
+  it("the head view's caption is above the labels and says which rows of a long input are drawn", async () => {
+    const f = makeFixture({ tokens: 80 });
+    const ctx = viewContext(f, { layer: 1, query: 2 });
+    renderHeadView(ctx);
+    const view = ctx.root.querySelector<HTMLElement>('[data-testid="head-view"]')!;
+    await until(() => view.dataset.ready === "true");
+    const svg = await savedSvg(view);
+    const all = texts(svg);
+    const caption = all.slice(0, 4).join(" ");
+    expect(caption).toContain("layer 1 · all 3 heads · query");
+    expect(caption).toMatch(/rows 1–\d+ of 80 drawn/);
+    // Every label lies below the caption band (under the picture it met the last label).
+    const ys = [...svg.matchAll(/<text[^>]*y="([\d.]+)"[^>]*>([^<]*)<\/text>/g)];
+    const bandBottom = Number(ys.find((m) => m[2]!.startsWith("rows 1–"))![1]);
+    const labels = ys.filter((m) => /^\u2068?tok\d+\u2069?$/.test(m[2]!));
+    expect(labels.length).toBeGreaterThan(20);
+    for (const m of labels) expect(Number(m[1])).toBeGreaterThan(bandBottom);
   });
 });
