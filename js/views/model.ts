@@ -222,13 +222,23 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     paintPreview(pcanvas, { tile, sideQ: querySide(meta, sm), sideK: keySide(meta, sm), theme, firstQuery: rowsFrom });
   }
 
+  /**
+   * The preview beside its cell, never past the grid's box (which scrolls, and would clip
+   * it): lower rows open it upward, and a grid shorter than it (few layers) grows to hold it.
+   */
+  function placePreview(y: number): void {
+    const ph = preview.offsetHeight;
+    wrap.style.minHeight = ph > geo.height ? `${ph}px` : "";
+    preview.style.top = `${Math.max(0, Math.min(y, Math.max(geo.height, ph) - ph))}px`;
+  }
+
   L.on<MouseEvent>(canvas, "mousemove", (e) => {
     const cell = cellUnder(e);
     if (!cell) { hideHover(); return; }
     preview.hidden = false;
     const origin = placedOrigin(geo, cell.l, cell.h, stream().num_heads, scene().order);
     preview.style.left = `${Math.min(origin.x + geo.cell + GAP + 8, Math.max(0, geo.width - PREVIEW_W - 8))}px`;
-    preview.style.top = `${origin.y}px`;
+    placePreview(origin.y);
     if (hoverCell?.l === cell.l && hoverCell.h === cell.h) return;
     hoverCell = cell;
     loadStats(true);
