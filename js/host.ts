@@ -10,6 +10,9 @@ export type { EmbeddedChunk } from "./saved";
 
 type Callback = (...args: any[]) => void;
 
+/** Most weights of one head the page computes whole (a 5792 × 5792 head; 32 MB of bytes). */
+export const DERIVE_ATTN_WEIGHTS = 2 ** 25;
+
 export interface PageHost extends ModelHost {
   /** Chunks decoded so far (for tests). */
   readonly decoded: Map<string, Chunk>;
@@ -56,9 +59,14 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
     // long input's page a left-out attn: stays left out (at 32768 tokens it is 2^30 weights).
     const derives = (k: string): boolean => !!chunks[k]?.arrays?.some((a) => a.name === "rowmax");
     if (!sources.every((k) => derives(k) && !chunks[k]?.error)) return null;
+    if (kind === "attn" && sm.q_len * sm.k_len > DERIVE_ATTN_WEIGHTS) {
+      // A whole head at a long length (2^30 weights at 32768 tokens) would not fit the tab; the
+      // neuron view computes the rows it shows from q and k, the model view previews thumbnails.
+      return Promise.resolve({ key, arrays: {}, error: `one head's ${sm.q_len} × ${sm.k_len} weights are too many to compute in the page (the neuron view computes each row from q and k)` });
+    }
     return Promise.all(sources.map(decode)).then((qks) => {
       const bad = qks.find((c) => c.error);
-      if (bad) return { key, arrays: {}, error: `${bad.key}: ${bad.error ?? ""}` };
+      if (bad) return { key, arrays: {}, error: `q and k of head ${bad.key.split(":")[3] ?? ""}: ${bad.error ?? ""}` };
       try {
         const c = kind === "attn" ? attnFromQk(key, qks[0] as Chunk) : topFromQk(key, qks, sm.top_k, block);
         decoded.set(key, c);

@@ -34,6 +34,8 @@ export interface StreamMeta {
   top_block?: number | null;
   /** The pseudo-heads of `pseudo:` chunks, in chunk order ("mean", then "rollout" where it applies). */
   pseudo_heads?: string[];
+  /** An exported page that left some heads' q and k out: per layer position, those heads (absent: none). */
+  qk_missing?: number[][];
 }
 
 /** One head statistic of the `stats:` chunk (attnscope.analysis.STATISTICS). */

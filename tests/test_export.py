@@ -236,8 +236,11 @@ def test_chunk_order_follows_the_views_needs(qk_trace: AttentionTrace) -> None:
     ]
     assert all(k.startswith("attn:") for k in keys[6:])
     neuron = all_keys(qk_trace, layer=1, views=("neuron",))
-    assert neuron[:2] == ["qk:self:1:0", "attn:self:1:0"]
-    assert neuron[8] == "qk:self:0:0"  # the current layer's 4 heads first
+    assert neuron[:2] == ["qk:self:1:0", "qk:self:1:1"]
+    assert neuron[4] == "qk:self:0:0"  # the current layer's 4 heads first
+    # Every head's q/k (O(N·d)) before any head's N² weights: a budget cuts weights first.
+    assert all(k.startswith("qk:") for k in neuron[:8])
+    assert neuron[8:] == [f"attn:self:{layer}:{h}" for layer in (1, 0) for h in range(4)]
     plain = AttentionTrace(["a", "b"], np.full((1, 2, 2, 2), 0.5, np.float32))
     assert all_keys(plain, views=("neuron",)) == []  # no q/k: nothing the neuron view can use
 

@@ -5,6 +5,7 @@
 // them to the store and the chunks.
 import { hex, readTheme, type ThemeColors } from "../colors";
 import { pseudoKey } from "../chunk_keys";
+import { chunkWords } from "../chunk_words";
 import { saveButtons } from "../export_image";
 import { canvasPainter } from "../paint/canvas_painter";
 import type { Painter } from "../paint/painter";
@@ -131,7 +132,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     ready = top.need(ranges);
     const failed = top.error(), s = st();
     if (failed) {
-      setStatus(status, `Could not load ${failed.key}: ${failed.error}`, "error");
+      setStatus(status, `Could not load ${chunkWords(failed.key, meta)}: ${failed.error}`, "error");
       loadStatus = "error";
     } else if (!ready) {
       setStatus(status, `Loading layer ${stream().layers[s.layer] ?? s.layer}…`);
@@ -278,7 +279,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     data.request([key]).then((m) => {
       if (pseudoChunkKey !== key) return;
       pseudo = m.get(key) ?? { key, arrays: {}, error: "missing" };
-      if (pseudo.error) setStatus(status, `Could not load ${key}: ${pseudo.error}`, "error");
+      if (pseudo.error) setStatus(status, `Could not load ${chunkWords(key, meta)}: ${pseudo.error}`, "error");
       sched.request();
     }).catch(() => undefined);
   }

@@ -3,6 +3,7 @@
 // geometry and picture are in model_grid.ts; this file wires them to the store.
 import { hex, LONG_INPUT, readTheme, weightLut, type HeatScale, type ThemeColors } from "../colors";
 import { attnKey, statsKey, thumbsKey } from "../chunk_keys";
+import { chunkWords } from "../chunk_words";
 import { arr } from "../data";
 import { saveButtons } from "../export_image";
 import { generationOf } from "../generation";
@@ -162,7 +163,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     data.request([key]).then((m) => {
       if (key !== loadedKey) return;
       thumbs = m.get(key) ?? { key, arrays: {}, error: "missing" };
-      setStatus(status, thumbs.error ? `Could not load ${key}: ${thumbs.error}` : null, thumbs.error ? "error" : "info");
+      setStatus(status, thumbs.error ? `Could not load ${chunkWords(key, meta)}: ${thumbs.error}` : null, thumbs.error ? "error" : "info");
       sched.request();
     }).catch(() => undefined);
     sched.request();
@@ -177,7 +178,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     data.request([key]).then((m) => {
       if (key !== statsLoaded) return;
       stats = m.get(key) ?? { key, arrays: {}, error: "missing" };
-      if (stats.error) setStatus(status, `Could not load ${key}: ${stats.error}`, "error");
+      if (stats.error) setStatus(status, `Could not load ${chunkWords(key, meta)}: ${stats.error}`, "error");
       if (hoverCell) drawPreview(hoverCell);
       sched.request();
     }).catch(() => undefined);

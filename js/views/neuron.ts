@@ -4,6 +4,7 @@
 // keeps the rows (DOM, virtualised) in step with the store and the chunks.
 import { readTheme, type ThemeColors } from "../colors";
 import { attnKey, qkKey } from "../chunk_keys";
+import { chunkWords } from "../chunk_words";
 import { arr } from "../data";
 import { saveButtons } from "../export_image";
 import { isolate, joinParts, labelElement } from "../label_text";
@@ -51,7 +52,9 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
   const queryIn = h("input", "attnscope-input", { type: "number", min: "0", step: "1", "aria-label": "Query token index", "data-testid": "neuron-query", title: "Type an index and press Enter, or click a token in the list" });
   const queryLab = h("label", "attnscope-hint");
   queryLab.append("query #", queryIn);
-  const headSel = headPicker(L, store, () => streamOf(meta, store.get().stream).num_heads);
+  /** Heads of the current layer whose q and k an exported page left out (`_meta` says which). */
+  const missingHeads = (): readonly number[] => streamOf(meta, store.get().stream).qk_missing?.[store.get().layer] ?? [];
+  const headSel = headPicker(L, store, () => streamOf(meta, store.get().stream).num_heads, missingHeads);
   bar.append(headSel, queryLab, sortSel);
   view.append(bar, status, info, qline, head, viewport);
   root.append(view);
@@ -167,7 +170,6 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     (headCells[1] as HTMLElement).style.width = sw;
     (headCells[2] as HTMLElement).style.width = sw;
     (headCells[4] as HTMLElement).hidden = !r.bias;
-    syncHeadPicker(headSel, stream().num_heads, st().head);
     queryIn.max = String(stream().q_len - 1);
     if ((queryIn.getRootNode() as Document | ShadowRoot).activeElement !== queryIn) queryIn.value = String(queryIdx());
     strip(qcanvas, (d) => r.q[d] as number, r.D, r.maxQK);
@@ -181,6 +183,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
       markDrawn(view, true);
       return;
     }
+    syncHeadPicker(headSel, stream().num_heads, st().head, missingHeads());
     computeRows();
     const r = rows;
     const ok = !!r && !!chunk && !chunk.error;
@@ -221,7 +224,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     data.request([key]).then((m) => {
       if (key !== chunkKey) return;
       chunk = m.get(key) ?? { key, arrays: {}, error: "missing" };
-      setStatus(status, chunk.error ? `Could not load ${key}: ${chunk.error}` : null, chunk.error ? "error" : "info");
+      setStatus(status, chunk.error ? `Could not load ${chunkWords(key, meta)}: ${chunk.error}` : null, chunk.error ? "error" : "info");
       sched.request();
       const H = stream().num_heads;
       const next = [s.head + 1, s.head - 1].filter((x) => x >= 0 && x < H).map((x) => qkKey(s.stream, s.layer, x));

@@ -111,3 +111,29 @@ def test_head_view_draws_its_last_rows_with_nothing_hovered(
     share = ink(canvas, between, None)
     screenshots.take("long-4000-head-last-rows", exported.picture())
     assert share >= 0.02, f"the head view's last rows ink {share:.1%} between the labels"
+
+
+def test_page_keeps_every_heads_q_and_k(long_page: Path) -> None:
+    text = long_page.read_text(encoding="utf-8")
+    heads = {f"qk:self:{layer}:{head}" for layer in range(4) for head in range(4)}
+    assert all(f'"{key}"' in text for key in heads)
+    assert '"qk_missing"' not in text
+    assert len(text) < 20_000_000  # q/k, not five 4000 x 4000 weight matrices
+
+
+def test_neuron_view_opens_on_every_head(exported: ExportedPage, screenshots: Any) -> None:
+    view = exported.show("neuron")
+    layer_select = exported.page.locator('[data-testid="layer-select"]')
+    head_select = exported.page.locator('[data-testid="neuron-head"]')
+    for layer in range(4):
+        if layer_select.input_value() != str(layer):
+            exported.redraw_after("neuron", lambda n=str(layer): layer_select.select_option(n))
+        for head in range(4):
+            if head_select.input_value() != str(head):
+                exported.redraw_after("neuron", lambda n=str(head): head_select.select_option(n))
+            exported.page.wait_for_selector('[data-testid="neuron-view"][data-ready="true"]')
+            info = exported.page.locator('[data-testid="neuron-info"]')
+            assert info.is_visible(), f"layer {layer} head {head}: no neuron view"
+            assert "Could not load" not in view.inner_text()
+            assert "no q/k" not in head_select.inner_text()
+    screenshots.take("long-4000-neuron", exported.picture())

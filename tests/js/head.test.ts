@@ -284,7 +284,7 @@ describe("head view over rows loaded a block at a time", () => {
     const f = makeFixture({ ...opts, topBlock: BLOCK });
     const ctx = viewContext(f, { layer: 7 });
     renderHeadView(ctx);
-    await until(() => /Could not load top:self:7:0: no layer 7/.test(ctx.root.textContent ?? ""));
+    await until(() => /Could not load the head view's lines of layer 7 \(rows 0…\): no layer 7/.test(ctx.root.textContent ?? ""));
     expect(ctx.root.querySelector('[role="alert"]')).not.toBeNull();
   });
 });

@@ -108,7 +108,7 @@ describe("neuron view", () => {
   it("an error chunk shows the message and hides stale rows", async () => {
     const { view, ctx } = await setup();
     ctx.store.set({ head: 9 });
-    await until(() => /Could not load qk:self:0:9/.test(view.textContent ?? ""));
+    await until(() => /Could not load q and k of layer \d+ · head 9/.test(view.textContent ?? ""));
     expect((view.querySelector('[data-testid="neuron-viewport"]') as HTMLElement).hidden).toBe(true);
     expect(view.dataset.ready).toBe("false");
   });

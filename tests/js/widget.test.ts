@@ -102,7 +102,7 @@ describe("widget glue", () => {
     const el = document.createElement("div");
     document.body.append(el);
     widget.render({ model, el });
-    await until(() => /Could not load top:self:0: kernel restarted/.test(el.textContent ?? ""));
+    await until(() => /Could not load the head view's lines of layer \d+: kernel restarted/.test(el.textContent ?? ""));
     expect(el.querySelector('[role="alert"]')).not.toBeNull();
   });
 

@@ -100,9 +100,6 @@ def embed_chunks(
     return packed, notes
 
 
-DERIVE_SCORES = 2**27
-"""Most q·k multiply-adds the browser may spend computing one layer's ``top:`` chunk
-from ``qk:`` chunks (12 heads at 512 tokens and head size 32: 1e8, about 0.1 s)."""
 DERIVE_SHARE = 0.5
 """Share of a page's budget the ``qk:`` chunks of streams that derive may take."""
 
@@ -113,10 +110,12 @@ def derived_streams(
     """Streams whose page computes ``top:`` and ``attn:`` from ``qk:`` (protocol.md).
 
     A page with the neuron view holds every head's q and k anyway; at one
-    byte per weight the ``top:`` and ``attn:`` chunks repeat what they say.
-    A stream derives when it keeps q and k, one layer's top keys cost the
-    browser at most :data:`DERIVE_SCORES` multiply-adds, and its q/k
-    (estimated before encoding) fit in :data:`DERIVE_SHARE` of the budget.
+    byte per weight the ``top:`` and ``attn:`` chunks repeat what they say
+    (and grow as N²: at 4000 tokens one head's weights are 16 MB, its q and
+    k a few hundred kB). A stream derives when it keeps q and k and its q/k
+    (estimated before encoding) fit in :data:`DERIVE_SHARE` of the budget,
+    whatever its length: the head view asks for blocks of rows
+    (:func:`derive_block`), so the browser computes a screenful at a time.
 
     Examples
     --------
@@ -134,8 +133,6 @@ def derived_streams(
     budget = DERIVE_SHARE * max_bytes
     for name, s in trace.streams.items():
         if not s.has_qk or s.head_dim is None:
-            continue
-        if s.num_heads * s.q_len * s.k_len * s.head_dim > DERIVE_SCORES:
             continue
         per_head = (2 if half else 4) * (s.q_len + s.k_len) * s.head_dim + 4 * s.q_len
         if s.bias is not None:
@@ -194,6 +191,32 @@ def _offered_blocks(trace: AttentionTrace, chunks: Mapping[str, Any]) -> dict[st
         elif kind == "top" and key.count(":") == 3:
             offered[name] = stream_top_block(trace.streams[name])
     return offered
+
+
+def qk_missing(trace: AttentionTrace, chunks: Mapping[str, Any]) -> dict[str, list[list[int]]]:
+    """Per stream that keeps q/k and left some out: for each layer position, the heads without them.
+
+    The neuron view's head picker marks those heads (``_meta.streams[s].qk_missing``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> q = np.ones((2, 2, 3, 4), np.float32)
+    >>> trace = AttentionTrace(["a"] * 3, None, queries=q, keys=q)
+    >>> qk_missing(trace, {"qk:self:0:0": {}, "qk:self:0:1": {}, "qk:self:1:1": {}})
+    {'self': [[], [0]]}
+    """
+    out: dict[str, list[list[int]]] = {}
+    for name, s in trace.streams.items():
+        if not s.has_qk:
+            continue
+        heads = [
+            [h for h in range(s.num_heads) if f"qk:{name}:{p}:{h}" not in chunks]
+            for p in range(s.num_layers)
+        ]
+        if any(heads):
+            out[name] = heads
+    return out
 
 
 def _embed(
@@ -320,19 +343,28 @@ def _left_out_note(
     views: list[str] = []
     counts = {kind: sum(k.startswith(kind + ":") for k in keys) for kind in _KIND_VIEW}
     for kind, (view, what) in _KIND_VIEW.items():
-        gone = sum(k.startswith(kind + ":") for k in left_out)
+        gone = [k for k in left_out if k.startswith(kind + ":")]
         if gone:
-            missing.append(f"{view} view: {what} of {gone} of {counts[kind]} {_UNIT[kind]}")
+            where = _layers_of(trace, gone) if kind in ("qk", "attn", "top", "pseudo") else ""
+            missing.append(
+                f"{view} view: {what} of {len(gone)} of {counts[kind]} {_UNIT[kind]}{where}"
+            )
             if view not in views:
                 views.append(view)
     chosen = ", ".join(repr(v) for v in views)
     return (
-        f"{len(left_out)} of {len(keys)} chunks were left out to keep the page under "
-        f"{max_bytes / 1e6:g} MB: {'; '.join(missing)}. Views show a message where data is "
-        f"missing. To include them, save with save_html(..., views=({chosen},), "
-        "max_bytes=...) (a larger budget), or capture fewer layers "
-        "(attnscope.capture(..., layers=[...]))."
+        f"To keep the page under {max_bytes / 1e6:g} MB, these were left out: "
+        f"{'; '.join(missing)}. "
+        "Views show a message where data is missing. To include them, save with "
+        f"save_html(..., views=({chosen},), max_bytes=...) (a larger budget), or capture "
+        "fewer layers (attnscope.capture(..., layers=[...]))."
     )
+
+
+def _layers_of(trace: AttentionTrace, keys: list[str]) -> str:
+    """`` (layers 2, 3)``: the model's layers that ``keys`` (``kind:stream:position...``) are of."""
+    numbers = sorted({trace.streams[k.split(":")[1]].layers[int(k.split(":")[2])] for k in keys})
+    return f" (layer{'s' * (len(numbers) > 1)} {', '.join(map(str, numbers))})"
 
 
 _KIND_VIEW = {
@@ -390,6 +422,9 @@ def page_html(
         meta = build_meta(trace, embedded=True, notes=tuple(notes))
         for name, block in _offered_blocks(trace, chunks).items():
             meta["streams"][name]["top_block"] = block
+        if "neuron" in shown:
+            for name, missing in qk_missing(trace, chunks).items():
+                meta["streams"][name]["qk_missing"] = missing
     else:
         meta = compared.meta(embedded=True, notes=tuple(notes))
     meta["views"] = list(shown)

@@ -305,10 +305,11 @@ def all_keys(
     the top keys (head view) of every layer, the given stream and layer position first and
     the other layers outward from it, so the head view can switch to any
     layer, and after them the pseudo-heads (mean, rollout) in the same order;
-    then, in the same layer order, each head's q/k with its
-    full-resolution weights (neuron view, which checks its softmax against
-    them) — these grow with N² per head, so on long inputs they are the part
-    a budget cuts. Full-resolution weights the model view only previews on
+    then, in the same layer order, every head's q/k (neuron view; O(N·d)
+    each), and only after all of them each head's full-resolution weights
+    (which the neuron view checks its softmax against): these grow with N²
+    per head, so on long inputs they are the part a budget cuts, never a
+    head's q/k. Full-resolution weights the model view only previews on
     hover come last.
 
     ``derived`` names streams whose ``top:`` and ``attn:`` chunks the page
@@ -355,6 +356,7 @@ def all_keys(
         for name, position in layer_order:
             keys += qk_keys(name, position) if name in derived else [f"top:{name}:{position}"]
         keys += [f"pseudo:{name}:{position}" for name, position in layer_order if fits[name]]
+    checks: list[str] = []  # the neuron view's N² weights, after every head's q/k
     preview: list[str] = []
     for name, position in layer_order:
         s = trace.streams[name]
@@ -362,7 +364,8 @@ def all_keys(
         if name in derived:
             keys += [] if "head" in views else qk_keys(name, position)
         elif "neuron" in views and s.has_qk:
-            keys += [k for h, a in enumerate(full) for k in (f"qk:{name}:{position}:{h}", a)]
+            keys += qk_keys(name, position)
+            checks += full
         elif "model" in views:
             preview += full
-    return keys + preview
+    return keys + checks + preview
