@@ -211,24 +211,31 @@ class SegmentAttention:
 
 
 def _segment_sums(
-    stream: AttentionStream, position: int, segment_of: IntArray, counted: npt.NDArray[np.bool_]
+    stream: AttentionStream, position: int, edges: IntArray, counted: npt.NDArray[np.bool_]
 ) -> tuple[Float64Array, Float64Array]:
-    """Per head: the summed ``(S, S)`` weight of counted queries, and their count per segment."""
-    import torch
+    """Per head: the summed ``(S, S)`` weight of counted queries, and their count per segment.
 
-    count = int(segment_of.max()) + 1
-    onehot = torch.zeros(stream.k_len, count)
-    onehot[torch.arange(stream.k_len), torch.from_numpy(segment_of)] = 1.0
+    Sums over a segment's keys (and then its queries) are ``np.add.reduceat``
+    at the segment edges: O(rows x keys) per block, however many segments.
+    """
+    count = len(edges) - 1
+    segment_of = np.repeat(np.arange(count), np.diff(edges))
     sums = np.zeros((stream.num_heads, count, count))
     queries = np.zeros((stream.num_heads, count))
     buffers = Buffers()
     for rows, heads, weights in layer_rows(stream, position, buffers=buffers):
-        to_segments = weights.matmul(onehot).double().numpy()  # (heads, rows, S)
+        # (heads, rows, S), float64 sums of each key segment
+        to_segments = np.add.reduceat(weights.numpy(), edges[:-1], axis=-1).astype(np.float64)
         live = counted[None, rows] & (to_segments.sum(axis=-1) > 0)
+        to_segments *= live[..., None]
+        # The block's rows lie in consecutive segments: sum each run of rows at once.
         rows_segment = segment_of[rows]
-        for i, head in enumerate(heads):
-            np.add.at(sums[head], rows_segment[live[i]], to_segments[i][live[i]])
-            np.add.at(queries[head], rows_segment[live[i]], 1.0)
+        runs = np.flatnonzero(np.r_[True, np.diff(rows_segment) != 0])
+        picked = np.asarray(heads)
+        sums[picked[:, None], rows_segment[runs]] += np.add.reduceat(to_segments, runs, axis=1)
+        queries[picked[:, None], rows_segment[runs]] += np.add.reduceat(
+            live, runs, axis=1, dtype=np.float64
+        )
     return sums, queries
 
 
@@ -299,13 +306,12 @@ def segments(
         )
     edges = check_boundaries(boundaries, trace, chosen.q_len)
     sizes = np.diff(edges).astype(np.float64)
-    segment_of = np.repeat(np.arange(len(sizes), dtype=np.int64), np.diff(edges))
     tokens = trace.tokens_for(chosen.query_side)
     counted = ~of_kind(tokens, "padding")
     shape = (chosen.num_layers, chosen.num_heads, len(sizes), len(sizes))
     mass = np.zeros(shape)
     for position in range(chosen.num_layers):
-        sums, queries = _segment_sums(chosen, position, segment_of, counted)
+        sums, queries = _segment_sums(chosen, position, edges, counted)
         with np.errstate(invalid="ignore", divide="ignore"):
             mass[position] = np.where(queries[..., None] > 0, sums / queries[..., None], np.nan)
     mean = mass / sizes
