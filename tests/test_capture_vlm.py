@@ -51,6 +51,22 @@ def test_llava_attention_and_grid(llava: tuple[Any, Any], shape: str) -> None:
     assert trace.notes == []
 
 
+def test_llava_full_strategy_keeps_the_class_token_apart() -> None:
+    model, processor = vlm_models.llava("full")
+    picture = image(40, 40)
+    trace = attnscope.capture(model, TEXT["llava"], images=picture, processor=processor)
+    enc = _processed(processor, TEXT["llava"], picture)
+    assert np.abs(trace.attention - eager_attention(model, enc)).max() <= 1e-5
+    token = model.config.image_token_index
+    placed = [i for i, t in enumerate(enc["input_ids"][0].tolist()) if t == token]
+    assert len(placed) == 17  # CLIP's [CLS] first, then the 4 x 4 patches
+    [region] = trace.images
+    assert region.extra == {"class": (placed[0],)}
+    assert list(region.positions) == placed[1:]
+    assert region.grid == (4, 4)
+    assert trace.tokens[placed[0]] == "img0 class"
+
+
 def test_llava_pixels_are_what_the_model_saw(llava: tuple[Any, Any]) -> None:
     model, processor = llava
     trace = attnscope.capture(model, TEXT["llava"], images=halves(32, 48), processor=processor)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 import attnscope
 import vlm_models
@@ -100,3 +101,19 @@ def test_idefics3_two_images(idefics3: tuple[Any, Any]) -> None:
     first = trace.images[0].all_positions()
     assert sorted(first) == placed[: len(first)]
     assert sorted(trace.images[1].all_positions()) == placed[len(first) :]
+
+
+def test_idefics3_generation_with_an_image(idefics3: tuple[Any, Any]) -> None:
+    model, processor = idefics3
+    picture = image(30, 70)
+    trace = attnscope.capture(
+        model, TEXT["idefics3"], images=picture, processor=processor, max_new_tokens=3
+    )
+    enc = _processed(processor, picture)
+    with torch.no_grad():
+        ids = model.generate(**enc, max_new_tokens=3, do_sample=False)
+    length = enc["input_ids"].shape[1]
+    assert trace.generated_ids == ids[0, length:].tolist()
+    full = {**enc, "input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    assert np.abs(trace.attention - eager_attention(model, full)).max() <= 1e-5
+    assert trace.images[0].tiles == (1, 2)

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-import vlm_models
-from vlm_models import TEXT, eager_attention, halves, image
 
 import attnscope
+import vlm_models
+from vlm_models import TEXT, eager_attention, halves, image
 
 # (height, width) -> the processor resizes to multiples of 16 within 256..4096 pixels
 SHAPES = {"square": (48, 48), "wide": (32, 96), "tall": (96, 32)}

@@ -11,7 +11,12 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import pytest
 import torch
+
+# transformers' image processors need pillow (torchvision, the other backend, does not install
+# beside this torch): without it these tests are skipped, not failed.
+pytest.importorskip("PIL", reason="pillow is not installed (pip install pillow)")
 
 TEXT = {
     "llava": "Look <image> at this cat",
@@ -40,9 +45,12 @@ def _tokenizer(extra: list[str]) -> Any:
     return tok
 
 
-@lru_cache(maxsize=1)
-def llava() -> tuple[Any, Any]:
-    """(model, processor): CLIP 32 x 32 images in 8 x 8 patches, a 4 x 4 grid of 16 tokens."""
+@lru_cache(maxsize=2)
+def llava(strategy: str = "default") -> tuple[Any, Any]:
+    """(model, processor): CLIP 32 x 32 images in 8 x 8 patches, a 4 x 4 grid of 16 tokens.
+
+    ``strategy="full"`` keeps CLIP's class token in front of the grid (17 image tokens).
+    """
     from transformers import (
         CLIPVisionConfig,
         LlamaConfig,
@@ -59,7 +67,7 @@ def llava() -> tuple[Any, Any]:
         ),
         tokenizer=tok,
         patch_size=8,
-        vision_feature_select_strategy="default",
+        vision_feature_select_strategy=strategy,
         num_additional_image_tokens=1,
     )
     config = LlavaConfig(
@@ -73,6 +81,7 @@ def llava() -> tuple[Any, Any]:
         ),
         text_config=LlamaConfig(vocab_size=len(tok), **TEXT_CONFIG),
         image_token_index=tok.convert_tokens_to_ids("<image>"),
+        vision_feature_select_strategy=strategy,
     )
     torch.manual_seed(0)
     return LlavaForConditionalGeneration(config).eval(), processor

@@ -190,11 +190,12 @@ def _seeded(seed: int | None, device: torch.device) -> Iterator[None]:
 
 
 # -- issue 25: images in the prompt -------------------------------------------------
-_TEXT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_TEXT_INPUTS = ("input_ids", "attention_mask")
+_PER_TOKEN = ("mm_token_type_ids", "token_type_ids")  # Gemma 3 marks image tokens in the latter
 
 
 def _image_inputs(prompt: Encoded, model: Any) -> dict[str, torch.Tensor]:
-    """What a prompt with images adds to its ids (pixels, grids, per-token types)."""
+    """What a prompt with images adds to its ids that the model takes (pixels, grids, types)."""
     if "pixel_values" not in prompt.inputs:
         return {}
     accepted = inspect.signature(model.forward).parameters
@@ -211,7 +212,7 @@ def _extended(images: Mapping[str, torch.Tensor], length: int) -> dict[str, torc
     [[0, 1, 0, 0]]
     """
     out = dict(images)
-    for key in ("mm_token_type_ids",):
+    for key in _PER_TOKEN:
         if key in out:
             value = out[key]
             out[key] = torch.cat([value, value.new_zeros(1, length - value.shape[1])], dim=1)

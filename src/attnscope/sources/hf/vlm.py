@@ -22,11 +22,6 @@ from attnscope.sources.hf.tokenize import Encoded, tokens_for_ids
 from attnscope.trace import TokenKind, Tokens
 from attnscope.trace.images import ImageRegion
 
-IMAGE_INPUTS = ("pixel_values", "image_sizes", "image_grid_thw", "pixel_attention_mask")
-"""Processor outputs that carry the images (generation passes them to ``model.generate``)."""
-PER_TOKEN_INPUTS = ("mm_token_type_ids", "token_type_ids")
-"""Processor outputs with one value per token (generated tokens get 0: text)."""
-
 
 def _is_image(value: Any) -> bool:
     if isinstance(value, np.ndarray | torch.Tensor):
