@@ -4,43 +4,79 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-CONSTRAINTS := .ci/constraints.txt
+LOCK := .ci/lock.txt
+TORCH_PIN := .ci/torch.txt
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # Editable installs skip the npm build hook: it reruns `npm install`, which rewrites
 # package-lock.json after node_modules/.stamp and made every later make reinstall
 # everything. The `build` target below builds the bundle instead.
-EDITABLE := SKIP_JUPYTER_BUILDER=1 $(PIP) install -q -c $(CONSTRAINTS) -e
+EDITABLE := SKIP_JUPYTER_BUILDER=1 $(PIP) install -q -c $(LOCK) -e
 BUNDLE := src/attnscope/static/widget.js
 
-.PHONY: demo test lint typecheck js-test py-test build bench screenshots clean chromium
+.PHONY: demo test lint typecheck js-test py-test build bench screenshots clean chromium \
+	lock test-latest test-oldest
 
-$(VENV)/.torch:
+# Every package of .venv comes from the lock (.ci/lock.txt, written by `make lock`);
+# .ci/lock.py check fails an install that resolved anything else.
+$(VENV)/.torch: $(LOCK)
+	rm -rf $(VENV)  # a new lock starts from an empty .venv: nothing older stays behind
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -c $(LOCK) --upgrade pip
+	$(PIP) install -q -c $(LOCK) torch
 	touch $@
 
 node_modules/.stamp: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-$(VENV)/.runtime: $(VENV)/.torch node_modules/.stamp pyproject.toml
+$(VENV)/.runtime: $(VENV)/.torch node_modules/.stamp pyproject.toml $(LOCK)
 	$(EDITABLE) .
+	$(PY) .ci/lock.py check
 	touch $@
 
-$(VENV)/.demo: $(VENV)/.runtime pyproject.toml
+# The demo opens in JupyterLab from the same .venv (`.venv/bin/jupyter lab`).
+$(VENV)/.demo: $(VENV)/.runtime pyproject.toml $(LOCK)
 	$(EDITABLE) ".[demo]"
+	$(PY) .ci/lock.py check
 	touch $@
 
-$(VENV)/.test: $(VENV)/.runtime pyproject.toml
+$(VENV)/.test: $(VENV)/.runtime pyproject.toml $(LOCK)
 	$(EDITABLE) ".[test]"
+	$(PY) .ci/lock.py check
 	touch $@
 
-$(VENV)/.bench: $(VENV)/.test pyproject.toml
+$(VENV)/.bench: $(VENV)/.test pyproject.toml $(LOCK)
 	$(EDITABLE) ".[test,bench]"
+	$(PY) .ci/lock.py check
 	touch $@
+
+# A fresh resolve of every range in pyproject.toml (torch held at the build on disk),
+# written to the lock; then .venv is made anew from it and the zoo tier rewrites the
+# README's table of supported types (a few minutes).
+LOCK_VENV := .venv-lock
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LOCK_VENV)/bin/python -m pip install -q -c $(TORCH_PIN) torch
+	SKIP_JUPYTER_BUILDER=1 $(LOCK_VENV)/bin/python -m pip install -q -c $(TORCH_PIN) -e ".[test,demo,bench]"
+	$(PYTHON) .ci/lock.py write $(LOCK_VENV)/bin/python > $(LOCK).new
+	mv $(LOCK).new $(LOCK)
+	rm -rf $(LOCK_VENV)
+	$(MAKE) $(VENV)/.bench build
+	$(PY) tests/zoo_readme.py
+
+# Release tracks, run before a release and whenever the lock changes (not in CI):
+# a second environment with the newest (or the oldest supported) transformers runs
+# the capture, fidelity and zoo tiers and writes docs/tracks/<track>.md, saying
+# which model types moved between outcomes against the README's locked table.
+test-latest: build
+	bash .ci/track.sh latest transformers
+
+test-oldest: build
+	bash .ci/track.sh oldest "transformers==$$(sed -n 's/.*"transformers>=\([0-9.]*\).*/\1/p' pyproject.toml)"
 
 $(BUNDLE): node_modules/.stamp $(wildcard js/*.ts js/*/*.ts js/*.css js/*.mjs)
 	npm run --silent build
@@ -56,6 +92,7 @@ chromium:
 
 demo: $(VENV)/.demo build
 	$(PY) -m attnscope demo
+	@echo "The widget in JupyterLab: .venv/bin/jupyter lab examples/quickstart.ipynb (then Run > Run All Cells)"
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check src tests benchmarks
