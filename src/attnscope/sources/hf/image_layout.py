@@ -10,6 +10,7 @@ plain tokens and the trace's notes say why.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -185,7 +186,33 @@ def _idefics3(
     return layouts
 
 
+def _gemma3(
+    model: Any, processor: Any, encoding: Mapping[str, Any], images: Sequence[Any]
+) -> list[Layout] | str:
+    """Gemma 3: each image's patches average-pooled to ``mm_tokens_per_image`` (a square)."""
+    config = model.config
+    vision = getattr(config, "vision_config", None)
+    tokens = _setting(getattr(config, "mm_tokens_per_image", None))
+    size = _setting(getattr(vision, "image_size", None))
+    patch = _setting(getattr(vision, "patch_size", None))
+    if tokens is None or size is None or patch is None:
+        return "the config does not say mm_tokens_per_image, image_size and patch_size"
+    side = math.isqrt(tokens)
+    if side * side != tokens or (size // patch) % side:
+        return f"{tokens} tokens per image do not pool {size // patch} patches a side evenly"
+    if _setting(getattr(processor, "image_seq_length", None)) != tokens:
+        return "the processor's image_seq_length differs from the config's mm_tokens_per_image"
+    pixels = encoding["pixel_values"].float().numpy()
+    if getattr(processor.image_processor, "do_pan_and_scan", False) or len(pixels) != len(images):
+        return "pan and scan crops images into several views, which attnscope cannot place yet"
+    picture = processor.image_processor
+    return [
+        Layout(tokens, (side, side), list(range(tokens)), to_picture(picture, p)) for p in pixels
+    ]
+
+
 READERS: dict[str, Reader] = {
+    "gemma3": _gemma3,
     "llava": _llava,
     "qwen2_vl": _qwen2_vl,
     "qwen2_5_vl": _qwen2_vl,
@@ -206,7 +233,7 @@ def read_layouts(
     >>> class Model:
     ...     config = Config()
     >>> read_layouts(Model(), None, {}, [])  # doctest: +ELLIPSIS
-    'attnscope has no layout reader for llava_next images yet (it reads idefics3, llava, ...)'
+    'attnscope has no layout reader for llava_next images yet (it reads gemma3, idefics3, ...)'
     """
     model_type = str(model.config.model_type)
     reader = READERS.get(model_type)

@@ -1,0 +1,62 @@
+"""capture(..., images=...) on a tiny random Gemma 3: pooled image tokens attending both ways."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import attnscope
+import vlm_models
+from vlm_models import TEXT, eager_attention, image
+
+SHAPES = {"square": (40, 40), "wide": (30, 70), "tall": (70, 30)}
+
+
+@pytest.fixture(scope="module")
+def gemma3() -> tuple[Any, Any]:
+    return vlm_models.gemma3()
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_gemma3_attention_and_pooled_grid(gemma3: tuple[Any, Any], shape: str) -> None:
+    model, processor = gemma3
+    picture = image(*SHAPES[shape])
+    trace = attnscope.capture(model, TEXT["gemma3"], images=picture, processor=processor)
+    enc = processor(text=TEXT["gemma3"], images=picture, return_tensors="pt")
+    assert np.abs(trace.attention - eager_attention(model, enc)).max() <= 1e-5
+    # The grid by hand: mm_tokens_per_image = 4 pooled tokens, a square of side 2.
+    side = int(model.config.mm_tokens_per_image**0.5)
+    [region] = trace.images
+    assert region.grid == (side, side)
+    token = model.config.image_token_id
+    placed = [i for i, t in enumerate(enc["input_ids"][0].tolist()) if t == token]
+    assert list(region.positions) == placed
+    # image tokens see each other both ways (token_type_ids), so the first one attends forward
+    first, last = placed[0], placed[-1]
+    assert trace.attention[0, 0, first, last] > 0
+
+
+def test_gemma3_generation_with_an_image(gemma3: tuple[Any, Any]) -> None:
+    model, processor = gemma3
+    picture = image(40, 40)
+    trace = attnscope.capture(
+        model, TEXT["gemma3"], images=picture, processor=processor, max_new_tokens=3
+    )
+    enc = processor(text=TEXT["gemma3"], images=picture, return_tensors="pt")
+    with torch.no_grad():
+        ids = model.generate(**enc, max_new_tokens=3, do_sample=False)
+    length = enc["input_ids"].shape[1]
+    assert trace.generated_ids == ids[0, length:].tolist()
+    types = enc["token_type_ids"]
+    full = {
+        **enc,
+        "input_ids": ids,
+        "attention_mask": torch.ones_like(ids),
+        "token_type_ids": torch.cat([types, types.new_zeros(1, 3)], dim=1),
+    }
+    assert np.abs(trace.attention - eager_attention(model, full)).max() <= 1e-5
+    [weights] = attnscope.image_attention(trace, layer=1, head="mean", query=-1)
+    assert weights.shape == (2, 2)
