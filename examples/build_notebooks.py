@@ -856,9 +856,10 @@ print(f"recomputed from q and k: {trace.check():.1e}")
 ## Step through the generation
 
 The head view marks the generated tokens and draws the prompt/output boundary.
-The step control plays the generation: the query moves to each generated token
-in turn, over the keys it could see. `w.step` is the step shown (0 = the first
-generated token; None = no step), readable and settable from Python.
+The step control plays the generation: step *s* shows the attention that chose
+generated token *s*, so the query is the token before it (the prompt's last token
+for the first one), over the keys it could see. `w.step` is the step shown (0 = the
+first generated token's; None = no step), readable and settable from Python.
 """
     ),
     code(

@@ -17,13 +17,16 @@ export function generationOf(meta: Meta, stream: string): Generation | null {
   return { prompt: g.prompt_length, count: g.generated };
 }
 
-/** The query row of step `step`: the generated token it names. */
-export const queryOfStep = (g: Generation, step: number): number => g.prompt + step;
+/**
+ * The query row of step `step`, the step that generated token `step`: the token
+ * before it, whose attention chose it (the prompt's last token for step 0).
+ */
+export const queryOfStep = (g: Generation, step: number): number => g.prompt + step - 1;
 
-/** The step whose token is `query`, or null for a prompt token (or no query). */
+/** The step whose choice `query` made, or null for a query that chose no generated token (or none). */
 export function stepOfQuery(g: Generation, query: number | null): number | null {
   if (query == null) return null;
-  const step = query - g.prompt;
+  const step = query - g.prompt + 1;
   return step >= 0 && step < g.count ? step : null;
 }
 

@@ -52,16 +52,22 @@ def test_meta_says_where_the_prompt_ends() -> None:
 
 
 def test_step_and_query_move_together() -> None:
+    # Step s is the choice of generated token s: its query is the token before it.
     widget = AttentionWidget(generation_trace(), step=1)
-    assert (widget.step, widget.query) == (1, PROMPT + 1)
-    widget.step = 2
-    assert widget.query == PROMPT + 2
-    widget.query = PROMPT  # another generated token: the step follows
-    assert widget.step == 0
-    widget.query = 1  # a prompt token: no step
+    assert (widget.step, widget.query) == (1, PROMPT)
+    widget.step = 0  # the first generated token was chosen by the prompt's last token
+    assert widget.query == PROMPT - 1
+    widget.step = NEW - 1
+    assert widget.query == PROMPT + NEW - 2
+    widget.query = PROMPT + 1  # another generating query: the step follows
+    assert widget.step == 2
+    widget.query = PROMPT + NEW - 1  # the last token chose nothing: no step
+    assert widget.step is None
+    widget.step = 0
+    widget.query = 1  # an earlier prompt token: no step
     assert widget.step is None
     assert widget.query == 1
-    widget.query = PROMPT + 2  # without a step shown, a query starts none
+    widget.query = PROMPT  # without a step shown, a query starts none
     assert widget.step is None
     assert AttentionWidget(generation_trace(), query=5).step is None
 

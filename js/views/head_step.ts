@@ -21,12 +21,11 @@ export interface StepControl {
 /** A label in quotes, escaped as a JSON string and isolated in a <bdi>. */
 const quoted = (label: string): (string | Node)[] => ['"', labelElement(JSON.stringify(label).slice(1, -1)), '"'];
 
-/** What the caption says at `step`: the token, and the one the model wrote after it. */
+/** What the caption says at `step`: the query token, and the token its attention chose. */
 export function stepCaption(g: Generation, step: number | null, side: Side): (string | Node)[] {
   if (step == null) return [`${g.count} generated`];
   const at = queryOfStep(g, step);
-  const next = step + 1 < g.count ? [" → ", ...quoted(side.labels[at + 1] ?? "")] : [" (last)"];
-  return [`step ${step + 1}/${g.count}: `, ...quoted(side.labels[at] ?? ""), ...next];
+  return [`step ${step + 1}/${g.count}: `, ...quoted(side.labels[at] ?? ""), " → ", ...quoted(side.labels[at + 1] ?? "")];
 }
 
 export function stepControl(L: Listeners, store: Store<AppState>, g: Generation, side: () => Side): StepControl {

@@ -57,14 +57,16 @@ def test_stepping_through_a_generation_in_jupyterlab(
     # Browser -> Python: the next-step button moves the step and the query.
     output.locator('[data-testid="step-next"]').click()
     expect(control).to_have_attribute("data-step", "0")
-    assert python(lab, "print(w.step, w.query)") == f"0 {prompt}"
+    # Step 0 generated the first token: its query is the prompt's last token.
+    assert python(lab, "print(w.step, w.query)") == f"0 {prompt - 1}"
+    expect(keys.nth(prompt)).to_have_class(_has("is-future"))  # being generated
     expect(keys.nth(prompt + 1)).to_have_class(_has("is-future"))  # not generated yet
 
     # Python -> browser: a step set in the kernel moves the query row in the view.
     lab.run_code("w.step = 2")
     expect(control).to_have_attribute("data-step", "2")
     query_rows = output.locator('[data-side="query"] .attnscope-tok.is-selected')
-    expect(query_rows).to_have_attribute("data-i", str(prompt + 2))
+    expect(query_rows).to_have_attribute("data-i", str(prompt + 1))
     lab.page.mouse.move(0, 0)
     screenshots.take("jupyterlab-generation-step", output)
 
@@ -72,7 +74,7 @@ def test_stepping_through_a_generation_in_jupyterlab(
     output.locator('[data-testid="step-play"]').click()
     expect(control).to_have_attribute("data-step", str(count - 1), timeout=PLAY_TIMEOUT_MS)
     expect(control).to_have_attribute("data-playing", "false")
-    assert python(lab, "print(w.step, w.query)") == f"{count - 1} {prompt + count - 1}"
+    assert python(lab, "print(w.step, w.query)") == f"{count - 1} {prompt + count - 2}"
 
     # Another prompt token clicked as the query ends the step.
     output.locator('[data-side="query"] .attnscope-tok[data-i="1"]').click()

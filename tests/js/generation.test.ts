@@ -29,27 +29,29 @@ describe("generation helpers", () => {
     expect(g).toEqual({ prompt: 3, count: 3 });
     expect(generationOf(meta, "cross")).toBeNull();
     expect(generationOf(makeFixture().meta, "self")).toBeNull();
-    expect([2, 3, 5, 6, null].map((q) => stepOfQuery(g, q))).toEqual([null, 0, 2, null, null]);
+    // Step s is the choice of generated token s: its query is the token before (step 0: the prompt's last).
+    expect([1, 2, 4, 5, null].map((q) => stepOfQuery(g, q))).toEqual([null, 0, 2, null, null]);
     expect(generationClasses(g, null, 2)).toBe("");
     expect(generationClasses(g, null, 3)).toBe(" is-generated is-output-start");
     expect(generationClasses(g, null, 4)).toBe(" is-generated");
     expect(generationClasses(g, 0, 4)).toBe(" is-generated is-future");
-    expect(generationClasses(g, 1, 4)).toBe(" is-generated");
+    expect(generationClasses(g, 1, 4)).toBe(" is-generated is-future"); // token 1 being chosen
+    expect(generationClasses(g, 2, 4)).toBe(" is-generated");
   });
 
   it("bindStep: the step moves the query; another generated query moves the step; a prompt query ends it", () => {
     const f = makeFixture({ generated: GENERATED });
     const { store } = viewContext(f, { step: 1 });
     const unbind = bindStep(f.meta, store);
-    expect(store.get().query).toBe(4); // a step given at the start
+    expect(store.get().query).toBe(3); // a step given at the start
     store.set({ step: 2 });
-    expect(store.get().query).toBe(5);
-    store.set({ query: 3 });
+    expect(store.get().query).toBe(4);
+    store.set({ query: 2 }); // the prompt's last token chose the first generated one
     expect(store.get().step).toBe(0);
     store.set({ query: 1 });
     expect(store.get().step).toBeNull();
     expect(store.get().query).toBe(1);
-    store.set({ query: 4 }); // no step shown: choosing a query starts none
+    store.set({ query: 3 }); // no step shown: choosing a query starts none
     expect(store.get().step).toBeNull();
     store.set({ step: 99 }); // clamped to the last step
     expect(store.get().step).toBe(2);
@@ -84,13 +86,13 @@ describe("head view of a generation", () => {
     const control = el<HTMLElement>(view, "step-control");
     el<HTMLButtonElement>(view, "step-next").click();
     expect(store.get().step).toBe(0);
-    expect(store.get().query).toBe(3);
+    expect(store.get().query).toBe(2); // the first generated token's step: the prompt's last token
     await until(() => control.dataset.step === "0");
     const future = () => rows("key").map((r) => r.classList.contains("is-future"));
-    await until(() => future()[4] === true);
-    expect(future()).toEqual([false, false, false, false, true, true]);
-    expect(rows("query")[3]!.classList.contains("is-selected")).toBe(true);
-    expect(el<HTMLElement>(view, "step-caption").textContent).toBe('step 1/3: "tok3" → "tok4"');
+    await until(() => future()[3] === true);
+    expect(future()).toEqual([false, false, false, true, true, true]);
+    expect(rows("query")[2]!.classList.contains("is-selected")).toBe(true);
+    expect(el<HTMLElement>(view, "step-caption").textContent).toBe('step 1/3: "tok2" → "tok3"');
     // Lines come from the step's query only, to the keys it could see.
     expect(Number(view.dataset.lines)).toBeGreaterThan(0);
     expect(Number(view.dataset.lines)).toBeLessThanOrEqual(store.get().heads.length * 6);
@@ -98,9 +100,9 @@ describe("head view of a generation", () => {
     const slider = el<HTMLInputElement>(view, "step-slider");
     slider.value = "2";
     slider.dispatchEvent(new Event("input"));
-    expect(store.get().query).toBe(5);
+    expect(store.get().query).toBe(4);
     await until(() => el<HTMLButtonElement>(view, "step-next").disabled);
-    expect(el<HTMLElement>(view, "step-caption").textContent).toBe('step 3/3: "[PAD]" (last)');
+    expect(el<HTMLElement>(view, "step-caption").textContent).toBe('step 3/3: "tok4" → "[PAD]"');
     el<HTMLButtonElement>(view, "step-prev").click();
     expect(store.get().step).toBe(1);
     el<HTMLButtonElement>(view, "step-all").click();
@@ -180,7 +182,7 @@ describe("app", () => {
     const f = makeFixture({ generated: GENERATED });
     const ctx = viewContext(f, { view: "neuron", step: 2 });
     const cleanup = renderApp({ meta: f.meta, store: ctx.store, data: ctx.data, el: ctx.root });
-    expect(ctx.store.get().query).toBe(5);
+    expect(ctx.store.get().query).toBe(4);
     ctx.store.set({ query: 0 });
     expect(ctx.store.get().step).toBeNull();
     cleanup();

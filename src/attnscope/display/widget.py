@@ -168,11 +168,12 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     """
     # -- a trace of a generation (capture(..., max_new_tokens=N)) ----------------------
     step = t.Int(None, allow_none=True).tag(sync=True)
-    """The generation step shown: 0 is the first generated token, N-1 the last, None none.
+    """The generation step shown: step ``s`` generated token ``s`` (0 the first, N-1 the last).
 
-    Setting it moves ``query`` to that token (row ``trace.prompt_length + step``), which
-    sees only the keys up to itself; selecting another generated query moves the step
-    with it, and any other query clears it. Only for a trace of a generation.
+    Setting it moves ``query`` to the token whose attention chose that token (row
+    ``trace.prompt_length + step - 1``: the prompt's last token for step 0), which sees
+    only the keys up to itself; selecting another such query moves the step with it, and
+    any other query clears it. Only for a trace of a generation.
     Type: int | None. Default: None.
     """
     generated_only = t.Bool(False).tag(sync=True)
@@ -261,7 +262,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         step = state.get("step")
         # A valid starting step sets the query too (an invalid one is refused by its check).
         if generation and options.get("query") is None and isinstance(step, int):
-            state["query"] = generation["prompt_length"] + step
+            state["query"] = generation["prompt_length"] + step - 1
             if not 0 <= step < generation["generated"]:
                 state["query"] = None
         if not options.get("heads"):
@@ -505,14 +506,14 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     def _query_follows_step(self, _change: t.Bunch) -> None:
         generation = self._generation()
         if self.step is not None and generation is not None:
-            self.query = generation[0] + self.step
+            self.query = generation[0] + self.step - 1  # the row that chose the token
 
     @t.observe("query")
     def _step_follows_query(self, _change: t.Bunch) -> None:
         generation = self._generation()
         if self.step is None or generation is None:
             return
-        step = None if self.query is None else self.query - generation[0]
+        step = None if self.query is None else self.query - generation[0] + 1
         self.step = step if step is not None and 0 <= step < generation[1] else None
 
     @t.validate("rank_by")
