@@ -99,6 +99,8 @@ def test_runs_equal_retrieval_scores_of_each_prompt(llama: tuple[Any, Any]) -> N
         ({"needle": " "}, r"needle=' ' must be a non-empty string"),
         ({"lengths": [64, 1020]}, r"lengths holds 1020: with 10 new tokens that is 1030 positions"),
         ({"lengths": [8]}, r"length=8 leaves no room for a haystack"),
+        ({"text_pair": "x"}, r"text_pair= is not an option here"),
+        ({"temprature": 1.0}, r"unknown option\(s\) \['temprature'\]"),
     ],
 )
 def test_bad_protocol_is_refused_before_any_capture(

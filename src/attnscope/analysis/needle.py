@@ -10,6 +10,7 @@ Factuality", section 2).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -278,8 +279,18 @@ def needle_in_a_haystack(
     _check_tokenizer(tokenizer)
     needle_length = len(tokenizer(needle, add_special_tokens=False)["input_ids"])
     new = needle_length + 4 if max_new_tokens is None else max_new_tokens
-    extra = {k: v for k, v in capture_options.items() if k not in ("layers", "seed")}
-    plan_generation(model, new, capture_options.get("seed"), extra)
+    own = {"model", "text", "tokenizer", "max_new_tokens", "text_pair", "target"}
+    for name in own & set(capture_options):
+        raise AttnscopeError(
+            f"{name}= is not an option here: needle_in_a_haystack builds each prompt and "
+            "generates itself; leave it out."
+        )
+    named = set(inspect.signature(capture).parameters)
+    extra = {k: v for k, v in capture_options.items() if k not in named}  # generate's settings
+    try:
+        plan_generation(model, new, capture_options.get("seed"), extra)
+    except TypeError as err:
+        raise AttnscopeError(f"needle_in_a_haystack's capture options: {err}") from None
     limit = position_limit(model.config)
     for length in grid_lengths:
         if limit is not None and length + new > limit:
