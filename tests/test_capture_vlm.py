@@ -208,3 +208,30 @@ def test_processor_alone_tokenizes_text(llava: tuple[Any, Any]) -> None:
     trace = attnscope.capture(model, "Look at this cat", processor=processor)
     assert trace.tokens == ["[CLS]", "Look", "at", "this", "cat", "[SEP]"]
     assert trace.images == []
+
+
+def test_model_and_processor_load_from_a_saved_folder(
+    llava: tuple[Any, Any], tmp_path: Path
+) -> None:
+    model, processor = llava
+    model.save_pretrained(tmp_path)
+    processor.save_pretrained(tmp_path)
+    picture = image(40, 40)
+    # a path: the model loads with its image-text head (it can generate), the processor beside it
+    trace = attnscope.capture(str(tmp_path), TEXT["llava"], images=picture, max_new_tokens=2)
+    assert trace.metadata["model_class"] == "LlavaForConditionalGeneration"
+    assert len(trace.generated_ids or []) == 2
+    assert trace.images[0].grid == (4, 4)
+    # a loaded model: its processor comes from its name_or_path
+    from transformers import AutoModelForImageTextToText
+
+    loaded = AutoModelForImageTextToText.from_pretrained(tmp_path).eval()
+    again = attnscope.capture(loaded, TEXT["llava"], images=picture)
+    enc = _processed(processor, TEXT["llava"], picture)
+    assert np.abs(again.attention - eager_attention(loaded, enc)).max() <= 1e-5
+
+
+def test_a_model_built_in_memory_needs_its_processor(llava: tuple[Any, Any]) -> None:
+    model, _ = llava
+    with pytest.raises(AttnscopeError, match=r"has no name_or_path .* pass processor="):
+        attnscope.capture(model, TEXT["llava"], images=image(8, 8))

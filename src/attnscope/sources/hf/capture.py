@@ -336,7 +336,7 @@ def capture(
     (4, 3, ['[CLS]', 'The', 'cat', '[SEP]'])
     """
     model, tokenizer = unwrap_model(model, tokenizer)
-    model = load_model(model)
+    model = load_model(model, images=images is not None)
     check_weights_loaded(model)
     check_has_attention(model)
     plan = plan_generation(model, max_new_tokens, seed, generate_kwargs)  # issue 15

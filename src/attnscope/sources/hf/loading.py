@@ -15,14 +15,16 @@ from attnscope.errors import AttnscopeError, ModelNotFoundError
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 
 
-def load_model(model: Any) -> Any:
+def load_model(model: Any, *, images: bool = False) -> Any:
     """``model`` itself, or the model that ``from_pretrained(model)`` loads for a string.
 
     Encoder–decoder checkpoints load with their language-model head, so that
-    capture can generate a target. A Hub name found neither on disk nor in the
-    cache raises :class:`~attnscope.errors.ModelNotFoundError`, whose first line
-    says where attnscope looked and how to fix it, above transformers' own
-    message. Loading shows no progress bar (in a notebook it would stay in the cell).
+    capture can generate a target; with ``images`` a vision-language checkpoint
+    loads with its image-text-to-text head (it can generate). A Hub name found
+    neither on disk nor in the cache raises
+    :class:`~attnscope.errors.ModelNotFoundError`, whose first line says where
+    attnscope looked and how to fix it, above transformers' own message. Loading
+    shows no progress bar (in a notebook it would stay in the cell).
 
     Examples
     --------
@@ -38,11 +40,14 @@ def load_model(model: Any) -> Any:
             # No network wait (~23 s) for an answer known now.
             raise ModelNotFoundError(not_found(name, None)) from None
         from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
+        from transformers import AutoModelForImageTextToText as ImageText
 
         try:
             with quiet_progress():
                 config = AutoConfig.from_pretrained(name, local_files_only=offline)
-                auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModel
+                auto: Any = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModel
+                if images and type(config) in ImageText._model_mapping:  # issue 25
+                    auto = ImageText
                 return auto.from_pretrained(name, local_files_only=offline)
         except OSError as err:
             if not Path(name).is_dir() and not _in_cache(name):

@@ -67,6 +67,11 @@ def load_processor(model: Any, processor: Any) -> Any:
         from transformers import AutoProcessor
 
         name = str(getattr(model, "name_or_path", "") or "")
+        if not name:
+            raise AttnscopeError(
+                f"images= needs the model's processor, and this {type(model).__name__} has no "
+                "name_or_path to load it from (built in memory); pass processor=<its processor>."
+            )
         try:
             processor = AutoProcessor.from_pretrained(name)  # type: ignore[no-untyped-call]
         except (OSError, ValueError) as err:
