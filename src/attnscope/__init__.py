@@ -32,6 +32,7 @@ _PUBLIC = {
     "save_html": "attnscope.display",
     "head_stats": "attnscope.analysis",
     "rollout": "attnscope.analysis",
+    "rollout_row": "attnscope.analysis",
     "flow": "attnscope.analysis",
     "heads_mean": "attnscope.analysis",
     "heads_max": "attnscope.analysis",
@@ -68,6 +69,7 @@ __all__ = [
     "query_sum",
     "retrieval_scores",
     "rollout",
+    "rollout_row",
     "save_html",
     "scan",
     "segments",
@@ -86,6 +88,7 @@ if TYPE_CHECKING:
         merge_words,
         query_sum,
         rollout,
+        rollout_row,
         word_ids,
     )
     from attnscope.analysis.compare import AttentionComparison, compare

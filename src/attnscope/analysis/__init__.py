@@ -11,7 +11,7 @@ inputs live in :mod:`attnscope.analysis.compare`.
 from attnscope.analysis.aggregate import heads_max, heads_mean, query_sum
 from attnscope.analysis.flow import MAX_FLOW_NODES, flow
 from attnscope.analysis.head_stats import head_stats
-from attnscope.analysis.rollout import residual_attention, rollout
+from attnscope.analysis.rollout import residual_attention, rollout, rollout_row
 from attnscope.analysis.statistics import STATISTICS, Statistic, statistic_table
 from attnscope.analysis.words import merge_words, word_ids, word_labels
 
@@ -27,6 +27,7 @@ __all__ = [
     "query_sum",
     "residual_attention",
     "rollout",
+    "rollout_row",
     "statistic_table",
     "word_ids",
     "word_labels",

@@ -20,7 +20,7 @@ from attnscope.analysis.statistics import STATISTICS
 from attnscope.display.page import DEFAULT_MAX_BYTES, save_html
 from attnscope.display.snapshot import saved_chunks, snapshot_bundle
 from attnscope.display.where_called import shown_this_cell
-from attnscope.encode.analysis_chunks import pseudo_heads
+from attnscope.encode.analysis_chunks import pseudo_heads, rollout_unavailable
 from attnscope.encode.chunks import ChunkCache
 from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.messages import MESSAGE_BYTES, reply_messages
@@ -532,9 +532,10 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         value = list(proposal["value"])
         bad = [v for v in value if v not in offered]
         if bad:
+            why = rollout_unavailable(self._stream()) if "rollout" in bad else None
             raise t.TraitError(
                 f"pseudo_heads {bad} are not offered by stream {self.stream!r}; it offers "
-                f"{offered} (rollout needs self-attention over consecutive layers)."
+                f"{offered}{f' ({why})' if why else ''}."
             )
         return [name for name in offered if name in value]
 

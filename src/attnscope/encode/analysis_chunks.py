@@ -81,11 +81,42 @@ def pseudo_heads(stream: AttentionStream) -> list[str]:
     """
     if not analysable(stream):
         return []
-    square = stream.query_side == stream.key_side and stream.q_len == stream.k_len
-    consecutive = all(b == a + 1 for a, b in pairwise(stream.layers))
-    if square and consecutive and stream.q_len <= ROLLOUT_MAX_TOKENS:
-        return ["mean", "rollout"]
-    return ["mean"]
+    return ["mean"] if rollout_unavailable(stream) else ["mean", "rollout"]
+
+
+def rollout_unavailable(stream: AttentionStream) -> str | None:
+    """Why the head view offers no ``rollout`` pseudo-head for ``stream``; None when it does.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> print(rollout_unavailable(AttentionStream(np.full((2, 1, 3, 3), 1 / 3, np.float32))))
+    None
+    >>> long = AttentionStream(np.full((1, 1, 1100, 1100), 1 / 1100, np.float32))
+    >>> print(rollout_unavailable(long))  # doctest: +ELLIPSIS
+    the head view offers rollout up to 1024 tokens ... attnscope.rollout_row(trace, query) ...
+    """
+    if not analysable(stream):
+        return unanalysable_reason(stream)
+    if stream.query_side != stream.key_side or stream.q_len != stream.k_len:
+        return (
+            f"rollout needs self-attention; stream {stream.name!r} has {stream.query_side} "
+            f"queries over {stream.key_side} keys"
+        )
+    if any(b != a + 1 for a, b in pairwise(stream.layers)):
+        return (
+            f"rollout multiplies consecutive layers; stream {stream.name!r} holds layers "
+            f"{list(stream.layers)} (capture every layer up to the last you read)"
+        )
+    if stream.q_len > ROLLOUT_MAX_TOKENS:
+        n = stream.q_len
+        return (
+            f"the head view offers rollout up to {ROLLOUT_MAX_TOKENS} tokens (every query's "
+            f"row: a product of two {n} x {n} matrices per layer); at {n} tokens, "
+            "attnscope.rollout_row(trace, query) gives the rollout of the queries you read, "
+            "streamed a block of rows at a time"
+        )
+    return None
 
 
 def statistics_meta() -> list[dict[str, str]]:
