@@ -17,6 +17,7 @@ import pytest
 import attnscope
 import attnscope.sources
 from attnscope.analysis import STATISTICS
+from attnscope.analysis.scan import head_ranking
 from attnscope.errors import AttnscopeError
 from capture_models import bpe_tokenizer
 from test_capture_generate import MESSAGES, TEMPLATE, causal_lm
@@ -46,6 +47,16 @@ def test_scan_equals_head_stats_of_each_input_minilm(minilm: tuple[Any, Any]) ->
     assert df.attrs["tokens"] == [len(t.tokens) for t in traces]
     # The inputs differ, so their rows must too: the frame is not one input repeated.
     assert not np.allclose(df[df["input"] == 0]["entropy"], df[df["input"] == 1]["entropy"])
+    ranked = head_ranking(df, "prev")
+    assert ranked["mean"].is_monotonic_decreasing
+    for row in ranked.head(5).itertuples():
+        per_input = [
+            float(attnscope.head_stats(t)["prev"][row.layer * 12 + row.head]) for t in traces
+        ]
+        assert row.mean == pytest.approx(np.mean(per_input))
+        assert row.std == pytest.approx(np.std(per_input))
+        assert row.strongest_input == int(np.argmax(per_input))
+        assert row.strongest == pytest.approx(max(per_input))
 
 
 def test_scan_mixes_traces_chats_and_text_on_a_causal_model() -> None:
@@ -135,3 +146,11 @@ def test_a_trace_without_the_asked_layers_and_a_missing_model_are_refused() -> N
         attnscope.scan(None, [trace], layers=[3])
     with pytest.raises(AttnscopeError, match=r"model is None, but inputs\[1\] is a text input"):
         attnscope.scan(None, [trace, "some text"])
+
+
+def test_head_ranking_names_what_it_needs() -> None:
+    frame = pd.DataFrame({"layer": [0], "head": [0], "prev": [0.5]})
+    with pytest.raises(
+        AttnscopeError, match="head_ranking needs a scan's DataFrame with column 'input'"
+    ):
+        head_ranking(frame, "prev")

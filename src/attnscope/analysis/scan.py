@@ -319,3 +319,47 @@ def _scan_one(
     if layers is not None:
         frame = frame[frame["layer"].isin(layers)]
     return frame.reset_index(drop=True), chosen.q_len
+
+
+def head_ranking(frame: pd.DataFrame, statistic: str) -> pd.DataFrame:
+    """Heads of a :func:`scan` ranked by a statistic's mean over inputs, with its spread.
+
+    What a view ranking heads by a scan reads: per (layer, head) the ``mean``
+    and ``std`` (population) of ``statistic`` over the inputs where it is
+    defined, their ``count``, and ``strongest_input`` / ``strongest``: the
+    input where the head scores highest (the one to open) and that score.
+    Strongest mean first; ties by layer and head.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> scanned = pd.DataFrame({"input": [0, 0, 1, 1], "layer": [0, 0, 0, 0],
+    ...                         "head": [0, 1, 0, 1], "prev": [0.25, 0.75, 0.5, 0.25]})
+    >>> head_ranking(scanned, "prev")[["head", "mean", "strongest_input"]].values.tolist()
+    [[1.0, 0.5, 0.0], [0.0, 0.375, 1.0]]
+    """
+    missing = [c for c in ("input", "layer", "head", statistic) if c not in frame.columns]
+    if missing:
+        raise AttnscopeError(
+            f"head_ranking needs a scan's DataFrame with column {missing[0]!r}; it has "
+            f"{list(frame.columns)}. Pass the result of attnscope.scan and one of its "
+            "statistic columns."
+        )
+    pandas = pandas_for("head_ranking")
+    defined = frame.dropna(subset=[statistic])
+    grouped = defined.groupby(["layer", "head"], sort=True)[statistic]
+    best = defined.loc[grouped.idxmax()].set_index(["layer", "head"])
+    ranked = pandas.DataFrame(
+        {
+            "mean": grouped.mean(),
+            "std": grouped.std(ddof=0),
+            "count": grouped.size(),
+            "strongest_input": best["input"],
+            "strongest": best[statistic],
+        }
+    ).reset_index()
+    ranked = ranked.sort_values(
+        ["mean", "layer", "head"], ascending=[False, True, True], kind="stable"
+    )
+    result: pd.DataFrame = ranked.reset_index(drop=True)
+    return result
