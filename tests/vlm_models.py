@@ -23,6 +23,7 @@ TEXT = {
     "qwen2_vl": "Look <|vision_start|><|image_pad|><|vision_end|> at it",
     "idefics3": "Look <image> at it",
     "gemma3": "Look <start_of_image> at it",
+    "llava_next": "Look <image> at it",
 }
 TEXT_CONFIG = {
     "hidden_size": 32,
@@ -36,7 +37,7 @@ TEXT_CONFIG = {
     "eos_token_id": 102,
 }
 
-VISION_CONFIG = {  # a ViT over 32 x 32 images in 8-px patches (SigLIP / Idefics3's encoder)
+VISION_CONFIG = {  # a ViT over 32 x 32 images in 8-px patches (CLIP, SigLIP, Idefics3's)
     "image_size": 32,
     "patch_size": 8,
     "hidden_size": 16,
@@ -81,14 +82,7 @@ def llava(strategy: str = "default") -> tuple[Any, Any]:
         num_additional_image_tokens=1,
     )
     config = LlavaConfig(
-        vision_config=CLIPVisionConfig(
-            image_size=32,
-            patch_size=8,
-            hidden_size=16,
-            intermediate_size=16,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-        ),
+        vision_config=CLIPVisionConfig(**VISION_CONFIG),
         text_config=LlamaConfig(vocab_size=len(tok), **TEXT_CONFIG),
         image_token_index=tok.convert_tokens_to_ids("<image>"),
         vision_feature_select_strategy=strategy,
@@ -175,8 +169,10 @@ def eager_attention(model: Any, inputs: Any) -> np.ndarray[Any, Any]:
 
 @lru_cache(maxsize=1)
 def idefics3() -> tuple[Any, Any]:
-    """(model, processor): images resized to 64 px longest, split into 32-px tiles plus an
-    overview; 8-px patches pixel-shuffled 2 x 2, so 4 tokens (2 x 2) per tile."""
+    """(model, processor): images resized to 64 px longest, split into 32-px tiles + overview.
+
+    8-px patches are pixel-shuffled 2 x 2, so each tile has 4 tokens (2 x 2).
+    """
     from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3Processor
     from transformers.models.idefics3.image_processing_pil_idefics3 import (
         Idefics3ImageProcessorPil,
@@ -231,3 +227,43 @@ def gemma3() -> tuple[Any, Any]:
     )
     torch.manual_seed(0)
     return Gemma3ForConditionalGeneration(config).eval(), processor
+
+
+@lru_cache(maxsize=1)
+def llava_next() -> tuple[Any, Any]:
+    """(model, processor): anyres, 32-px tiles (1 x 1 up to 2 x 2) of 4 x 4 patches.
+
+    A 4 x 4 overview comes first, then the tiles' grid unpadded, a newline token after each row.
+    """
+    from transformers import (
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaNextConfig,
+        LlavaNextForConditionalGeneration,
+        LlavaNextProcessor,
+    )
+    from transformers.models.llava_next.image_processing_pil_llava_next import (
+        LlavaNextImageProcessorPil,
+    )
+
+    pinpoints = [[32, 32], [32, 64], [64, 32], [64, 64]]
+    tok = _tokenizer(["<image>"])
+    processor = LlavaNextProcessor(
+        image_processor=LlavaNextImageProcessorPil(
+            size={"shortest_edge": 32},
+            crop_size={"height": 32, "width": 32},
+            image_grid_pinpoints=pinpoints,
+        ),
+        tokenizer=tok,
+        patch_size=8,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+    )
+    config = LlavaNextConfig(
+        vision_config=CLIPVisionConfig(**VISION_CONFIG),
+        text_config=LlamaConfig(vocab_size=len(tok), **TEXT_CONFIG),
+        image_token_index=tok.convert_tokens_to_ids("<image>"),
+        image_grid_pinpoints=pinpoints,
+    )
+    torch.manual_seed(0)
+    return LlavaNextForConditionalGeneration(config).eval(), processor

@@ -94,6 +94,67 @@ def _llava(
     ]
 
 
+def _llava_next(
+    model: Any, processor: Any, encoding: Mapping[str, Any], images: Sequence[Any]
+) -> list[Layout] | str:
+    """LLaVA-NeXT (anyres): a whole-image overview, then the unpadded grid of tiles.
+
+    A newline token closes each row of the grid; the sizes follow the
+    processor's own rules (best resolution, unpadding).
+    """
+    from transformers.image_processing_utils import select_best_resolution
+
+    config = model.config
+    patch = _setting(getattr(processor, "patch_size", None))
+    added = _setting(getattr(processor, "num_additional_image_tokens", None))
+    strategy = getattr(config, "vision_feature_select_strategy", None)
+    pinpoints = getattr(processor.image_processor, "image_grid_pinpoints", None)
+    unpadded = getattr(processor, "_get_unpadded_features", None)
+    if patch is None or added is None or strategy not in ("default", "full"):
+        return "the processor or config does not say the patch size and feature strategy"
+    if not pinpoints or unpadded is None:
+        return "the processor does not say its tile resolutions (image_grid_pinpoints)"
+    kept = added if strategy == "full" else 0
+    layouts: list[Layout] = []
+    for tiles, size in zip(encoding["pixel_values"], encoding["image_sizes"], strict=True):
+        orig_h, orig_w = (int(v) for v in size)
+        height, width = (int(v) for v in tiles.shape[-2:])
+        best_h, best_w = select_best_resolution((orig_h, orig_w), pinpoints)
+        rows, cols = best_h // height, best_w // width
+        side_h, side_w = height // patch, width // patch
+        cells, newlines = unpadded(orig_h, orig_w, side_h, side_w, rows, cols)
+        grid = (int(newlines), int(cells) // int(newlines))
+        base = side_h * side_w + kept
+        whole = _assembled(tiles[1 : 1 + rows * cols].float().numpy(), rows, cols)
+        top = (side_h * rows - grid[0]) // 2 * patch
+        left = (side_w * cols - grid[1]) // 2 * patch
+        picture = whole[:, top : top + grid[0] * patch, left : left + grid[1] * patch]
+        line = grid[1] + 1
+        extra = {
+            "overview": list(range(kept, base)),
+            "newline": [base + r * line + grid[1] for r in range(grid[0])],
+        }
+        layouts.append(
+            Layout(
+                count=base + grid[0] * line,
+                grid=grid,
+                cells=[base + r * line + c for r in range(grid[0]) for c in range(grid[1])],
+                pixels=to_picture(processor.image_processor, picture),
+                tiles=(rows, cols),
+                extra={"class": list(range(kept)), **extra} if kept else extra,
+                extra_grids={"overview": (side_h, side_w)},
+            )
+        )
+    return layouts
+
+
+def _assembled(tiles: npt.NDArray[Any], rows: int, cols: int) -> npt.NDArray[Any]:
+    """``rows * cols`` tiles ``(channels, h, w)`` in raster order as one ``(channels, H, W)``."""
+    return np.concatenate(
+        [np.concatenate(list(tiles[r * cols : (r + 1) * cols]), 2) for r in range(rows)], 1
+    )
+
+
 def _qwen2_vl(
     model: Any, processor: Any, encoding: Mapping[str, Any], images: Sequence[Any]
 ) -> list[Layout] | str:
@@ -167,10 +228,7 @@ def _idefics3(
             layouts.append(Layout(seq_len, (side, side), list(range(seq_len)), picture))
             start += 1
             continue
-        grid = tiles[start : start + count]
-        whole = np.concatenate(
-            [np.concatenate(list(grid[r * cols : (r + 1) * cols]), 2) for r in range(rows)], 1
-        )
+        whole = _assembled(tiles[start : start + count], rows, cols)
         start += count + 1
         layouts.append(
             Layout(
@@ -214,6 +272,7 @@ def _gemma3(
 READERS: dict[str, Reader] = {
     "gemma3": _gemma3,
     "llava": _llava,
+    "llava_next": _llava_next,
     "qwen2_vl": _qwen2_vl,
     "qwen2_5_vl": _qwen2_vl,
     "idefics3": _idefics3,
@@ -229,11 +288,11 @@ def read_layouts(
     Examples
     --------
     >>> class Config:
-    ...     model_type = "llava_next"
+    ...     model_type = "llava_onevision"
     >>> class Model:
     ...     config = Config()
     >>> read_layouts(Model(), None, {}, [])  # doctest: +ELLIPSIS
-    'attnscope has no layout reader for llava_next images yet (it reads gemma3, idefics3, ...)'
+    'attnscope has no layout reader for llava_onevision images yet (it reads gemma3, idefics3, ...)'
     """
     model_type = str(model.config.model_type)
     reader = READERS.get(model_type)
