@@ -1,4 +1,4 @@
-"""capture(..., images=...) on a tiny random Qwen2-VL: dynamic resolution, 2 x 2 merged patches."""
+"""capture(..., images=...) on tiny random Qwen2-VL / 2.5-VL: dynamic resolution, merged patches."""
 
 from __future__ import annotations
 
@@ -21,9 +21,10 @@ def qwen() -> tuple[Any, Any]:
     return vlm_models.qwen2_vl()
 
 
+@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl"])
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_qwen2_vl_attention_and_merged_grid(qwen: tuple[Any, Any], shape: str) -> None:
-    model, processor = qwen
+def test_qwen_vl_attention_and_merged_grid(family: str, shape: str) -> None:
+    model, processor = getattr(vlm_models, family)()
     picture = image(*SHAPES[shape])
     trace = attnscope.capture(model, TEXT["qwen2_vl"], images=picture, processor=processor)
     enc = processor(text=TEXT["qwen2_vl"], images=picture, return_tensors="pt")

@@ -91,22 +91,18 @@ def llava(strategy: str = "default") -> tuple[Any, Any]:
     return LlavaForConditionalGeneration(config).eval(), processor
 
 
-def _qwen_processor_class() -> Any:
-    from transformers import Qwen2VLProcessor
+def _without_video(processor_class: Any) -> Any:
+    """A Qwen-VL processor class that takes no video processor (those need torchvision)."""
 
-    class LocalQwen2VLProcessor(Qwen2VLProcessor):
-        """Qwen2-VL's processor without a video processor (it needs torchvision)."""
-
+    class WithoutVideo(processor_class):  # type: ignore[misc,valid-type]
         def check_argument_for_proper_class(self, name: str, arg: Any) -> Any:
             return None if arg is None else super().check_argument_for_proper_class(name, arg)
 
-    return LocalQwen2VLProcessor
+    return WithoutVideo
 
 
-@lru_cache(maxsize=1)
-def qwen2_vl() -> tuple[Any, Any]:
-    """(model, processor): 8-pixel patches merged 2 x 2, 64 to 4096 pixels per image."""
-    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+def _qwen_parts() -> tuple[Any, Any, dict[str, Any]]:
+    """The tokenizer, PIL image processor and token ids every Qwen-VL test model shares."""
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
         Qwen2VLImageProcessorPil,
     )
@@ -115,14 +111,28 @@ def qwen2_vl() -> tuple[Any, Any]:
     image_processor = Qwen2VLImageProcessorPil(
         min_pixels=16 * 16, max_pixels=64 * 64, patch_size=8, merge_size=2, temporal_patch_size=2
     )
-    processor = _qwen_processor_class()(image_processor=image_processor, tokenizer=tok)
     ids = tok.convert_tokens_to_ids
+    tokens = {
+        "image_token_id": ids("<|image_pad|>"),
+        "video_token_id": ids("<|video_pad|>"),
+        "vision_start_token_id": ids("<|vision_start|>"),
+        "vision_end_token_id": ids("<|vision_end|>"),
+    }
+    return tok, image_processor, tokens
+
+
+QWEN_TEXT = {"rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]}, **TEXT_CONFIG}
+
+
+@lru_cache(maxsize=1)
+def qwen2_vl() -> tuple[Any, Any]:
+    """(model, processor): 8-pixel patches merged 2 x 2, 256 to 4096 pixels per image."""
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor
+
+    tok, image_processor, tokens = _qwen_parts()
+    processor = _without_video(Qwen2VLProcessor)(image_processor=image_processor, tokenizer=tok)
     config = Qwen2VLConfig(
-        text_config={
-            "vocab_size": len(tok),
-            "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]},
-            **TEXT_CONFIG,
-        },
+        text_config={"vocab_size": len(tok), **QWEN_TEXT},
         vision_config={
             "depth": 1,
             "embed_dim": 16,
@@ -133,13 +143,42 @@ def qwen2_vl() -> tuple[Any, Any]:
             "temporal_patch_size": 2,
             "in_chans": 3,
         },
-        image_token_id=ids("<|image_pad|>"),
-        video_token_id=ids("<|video_pad|>"),
-        vision_start_token_id=ids("<|vision_start|>"),
-        vision_end_token_id=ids("<|vision_end|>"),
+        **tokens,
     )
     torch.manual_seed(0)
     return Qwen2VLForConditionalGeneration(config).eval(), processor
+
+
+@lru_cache(maxsize=1)
+def qwen2_5_vl() -> tuple[Any, Any]:
+    """(model, processor): as :func:`qwen2_vl`, with Qwen2.5-VL's windowed vision encoder."""
+    from transformers import (
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+    )
+
+    tok, image_processor, tokens = _qwen_parts()
+    processor = _without_video(Qwen2_5_VLProcessor)(image_processor=image_processor, tokenizer=tok)
+    config = Qwen2_5_VLConfig(
+        text_config={"vocab_size": len(tok), **QWEN_TEXT},
+        vision_config={
+            "depth": 2,
+            "hidden_size": 16,
+            "intermediate_size": 16,
+            "num_heads": 2,
+            "patch_size": 8,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "out_hidden_size": 32,
+            "window_size": 32,
+            "fullatt_block_indexes": [1],
+            "in_channels": 3,
+        },
+        **tokens,
+    )
+    torch.manual_seed(0)
+    return Qwen2_5_VLForConditionalGeneration(config).eval(), processor
 
 
 def image(height: int, width: int, seed: int = 0) -> np.ndarray[Any, Any]:
