@@ -89,7 +89,7 @@ def rich_outputs(cell: Any, ours: set[str]) -> int:
     return sum(
         o.output_type in {"display_data", "execute_result"}
         and widget_id(o) in {None, *ours}
-        and o.get("data") != {"text/plain": ""}
+        and o.get("data") not in ({}, {"text/plain": ""})  # a closed bar's emptied output
         for o in cell.outputs
     )
 
