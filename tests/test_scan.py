@@ -154,3 +154,20 @@ def test_head_ranking_names_what_it_needs() -> None:
         AttnscopeError, match="head_ranking needs a scan's DataFrame with column 'input'"
     ):
         head_ranking(frame, "prev")
+
+
+def test_scan_of_a_decoder_stream() -> None:
+    from capture_models import tiny_model, tokenizer_for
+
+    tokenizer = tokenizer_for("t5", None)
+    model = tiny_model("t5", len(tokenizer))
+    texts = ["The cat sat on the mat.", "A dog ran."]
+    df = attnscope.scan(model, texts, tokenizer=tokenizer, stream="decoder", target="The cat.")
+    traces = [attnscope.capture(model, t, tokenizer=tokenizer, target="The cat.") for t in texts]
+    frames = []
+    for index, trace in enumerate(traces):
+        frame = attnscope.head_stats(trace, stream="decoder")
+        frame.insert(0, "input", index)
+        frames.append(frame)
+    pd.testing.assert_frame_equal(df, pd.concat(frames, ignore_index=True), check_dtype=False)
+    assert df.attrs["tokens"] == [len(traces[0].target)] * 2  # decoder rows: the target's

@@ -146,3 +146,20 @@ def test_cross_attention_is_refused() -> None:
     trace = AttentionTrace.from_streams(Tokens(list("abc")), [cross], target=Tokens(list("xy")))
     with pytest.raises(AttnscopeError, match="segments needs self-attention"):
         attnscope.segments(trace, [1])
+
+
+def test_sentences_of_a_decoder_stream_split_its_own_tokens() -> None:
+    from capture_models import tiny_model, tokenizer_for
+
+    tokenizer = tokenizer_for("bart", None)
+    model = tiny_model("bart", len(tokenizer))
+    trace = attnscope.capture(
+        model, "The cat sat.", tokenizer=tokenizer, target="A dog ran. It slept. Fine."
+    )
+    found = attnscope.segments(trace, "sentences", stream="decoder", proximity=1)
+    target = trace.tokens_for("target")
+    assert found.edges[-1] == len(target)
+    assert len(found.edges) - 1 == 3  # three sentences in the target, one in the source
+    assert found.mass.shape[-1] == 3
+    # The tiny BPE splits "It" and "Fine"; the space token before each stays behind.
+    assert [target.labels[s].strip() for s in found.edges[1:-1]] == ["I", "F"]

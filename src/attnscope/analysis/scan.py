@@ -145,8 +145,10 @@ def check_capture_options(options: Mapping[str, Any]) -> None:
             raise AttnscopeError(f"scan's capture options: {err}") from None
 
 
-def check_trace_layers(trace: AttentionTrace, index: int, layers: list[int] | None) -> None:
-    """Every layer of ``layers`` must be in a trace given as an input.
+def check_trace_layers(
+    trace: AttentionTrace, index: int, layers: list[int] | None, stream: str | None = None
+) -> None:
+    """Every layer of ``layers`` must be in the scanned stream of a trace given as an input.
 
     Examples
     --------
@@ -156,9 +158,9 @@ def check_trace_layers(trace: AttentionTrace, index: int, layers: list[int] | No
     ...
     attnscope.errors.AttnscopeError: layers=[1] names layer 1, but inputs[0] is a trace ...
     """
+    held = pick_stream(trace, stream).layers
     if layers is None:
         return
-    held = trace.stream.layers
     missing = [layer for layer in layers if layer not in held]
     if missing:
         raise AttnscopeError(
@@ -266,8 +268,7 @@ def scan(
     chosen_layers = _check_layers(layers)
     for index, kind in enumerate(kinds):
         if kind == "trace":
-            check_trace_layers(inputs[index], index, chosen_layers)
-            pick_stream(inputs[index], stream)
+            check_trace_layers(inputs[index], index, chosen_layers, stream)
     check_capture_options(capture_options)
     pandas = pandas_for("attnscope.scan")
     captures = any(kind != "trace" for kind in kinds)

@@ -43,15 +43,25 @@ IntArray = npt.NDArray[np.int64]
 SENTENCE_ENDS = (".", "!", "?")
 """A token whose label ends with one of these ends a sentence (so does a line break)."""
 
+BLANKS = "\u2423"
+"""What a display label shows for a space-only token (``␣``); line breaks show as ``\\n``."""
+
 PROXIMITY = 4
 """Thought Anchors leave out the attention of the nearest later sentences (their default: 4)."""
 
 
-def sentence_starts(tokens: Tokens) -> list[int]:
-    """Where each sentence starts: after a token ending in ``.``, ``!``, ``?`` or a line break.
+def _opens(tokens: Tokens, index: int) -> bool:
+    """Whether token ``index`` can open a sentence: ordinary, with more than blanks."""
+    label = tokens.labels[index]
+    blank = not label.replace("\\n", "").replace("\\t", "").strip().strip(BLANKS)
+    return tokens.kinds[index] != "special" and not blank
 
-    Special tokens right after a sentence end (``[SEP]``, ``</s>``) stay with it:
-    the next sentence starts at the next ordinary token.
+
+def sentence_starts(tokens: Tokens) -> list[int]:
+    r"""Where each sentence starts: after a token ending in ``.``, ``!``, ``?`` or a line break.
+
+    Special tokens and blanks right after a sentence end (``[SEP]``, ``</s>``, a
+    space token) stay with it: the next sentence starts at the next token with text.
 
     Examples
     --------
@@ -59,15 +69,17 @@ def sentence_starts(tokens: Tokens) -> list[int]:
     [0, 2, 6]
     >>> sentence_starts(Tokens(["Hi", ".", "[SEP]"], kinds=["token", "token", "special"]))
     [0]
+    >>> sentence_starts(Tokens(["Hi", "\\n", "\\n", "Yes"]))  # labels show line breaks as \n
+    [0, 3]
     """
     starts = [0]
     kinds = tokens.kinds
     for i, label in enumerate(tokens.labels[:-1]):
         if kinds[i] == "special" or not (
-            label.rstrip(" ").endswith(SENTENCE_ENDS) or "\n" in label
+            label.rstrip(" ").endswith(SENTENCE_ENDS) or "\\n" in label or "\n" in label
         ):
             continue
-        after = next((j for j in range(i + 1, len(kinds)) if kinds[j] != "special"), None)
+        after = next((j for j in range(i + 1, len(kinds)) if _opens(tokens, j)), None)
         if after is not None and after > starts[-1]:
             starts.append(after)
     return starts
@@ -97,10 +109,13 @@ def turn_starts(tokens: Tokens, prompt_length: int | None) -> list[int]:
     return sorted(starts)
 
 
-def check_boundaries(boundaries: object, trace: AttentionTrace, length: int) -> IntArray:
+def check_boundaries(
+    boundaries: object, trace: AttentionTrace, length: int, tokens: Tokens | None = None
+) -> IntArray:
     """Segment edges ``[0, s1, ..., length]`` from positions, ``"sentences"`` or ``"turns"``.
 
-    Positions are where segments start; 0 is added when missing.
+    Positions are where segments start; 0 is added when missing. ``tokens``
+    are those split into sentences or turns (default: the trace's source).
 
     Examples
     --------
@@ -112,10 +127,12 @@ def check_boundaries(boundaries: object, trace: AttentionTrace, length: int) -> 
     ...
     attnscope.errors.AttnscopeError: boundaries=[2, 2] must be increasing token positions ...
     """
+    split = trace.source if tokens is None else tokens
     if boundaries == "sentences":
-        starts = sentence_starts(trace.source)
+        starts = sentence_starts(split)
     elif boundaries == "turns":
-        starts = turn_starts(trace.source, trace.prompt_length)
+        generation = trace.prompt_length if split is trace.source else None
+        starts = turn_starts(split, generation)
     elif isinstance(boundaries, str):
         raise AttnscopeError(
             f"boundaries={boundaries!r} is not a way to split; use 'sentences', 'turns' or "
@@ -304,7 +321,7 @@ def segments(
             f"proximity={proximity!r} must be an int >= 1: how many segments later a query "
             "segment must be to count (1: every later one; Thought Anchors use 4)."
         )
-    edges = check_boundaries(boundaries, trace, chosen.q_len)
+    edges = check_boundaries(boundaries, trace, chosen.q_len, trace.tokens_for(chosen.query_side))
     sizes = np.diff(edges).astype(np.float64)
     tokens = trace.tokens_for(chosen.query_side)
     counted = ~of_kind(tokens, "padding")
