@@ -171,3 +171,31 @@ def test_scan_of_a_decoder_stream() -> None:
         frames.append(frame)
     pd.testing.assert_frame_equal(df, pd.concat(frames, ignore_index=True), check_dtype=False)
     assert df.attrs["tokens"] == [len(traces[0].target)] * 2  # decoder rows: the target's
+
+
+def test_each_trace_is_let_go_before_the_next_capture(
+    minilm: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+    import weakref
+
+    model, tokenizer = minilm
+    made: list[weakref.ref[Any]] = []
+    alive_at_capture: list[int] = []
+    real = attnscope.sources.capture
+
+    @functools.wraps(real)
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        gc.collect()
+        alive_at_capture.append(sum(ref() is not None for ref in made))
+        trace = real(*args, **kwargs)
+        made.append(weakref.ref(trace))
+        return trace
+
+    monkeypatch.setattr(attnscope.sources, "capture", spy)
+    df = attnscope.scan(model, TEXTS, tokenizer=tokenizer, statistics=["sink"])
+    assert len(made) == len(TEXTS)
+    assert alive_at_capture == [0, 0, 0]  # no earlier trace survives into the next capture
+    gc.collect()
+    assert all(ref() is None for ref in made)
+    assert df.shape == (len(TEXTS) * 72, 4)
