@@ -1,4 +1,4 @@
-"""capture(..., images=...) on tiny random Qwen2-VL / 2.5-VL: dynamic resolution, merged patches."""
+"""capture(..., images=...) on tiny random Qwen2/2.5/3-VL: dynamic resolution, merged patches."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def qwen() -> tuple[Any, Any]:
     return vlm_models.qwen2_vl()
 
 
-@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl"])
+@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_qwen_vl_attention_and_merged_grid(family: str, shape: str) -> None:
     model, processor = getattr(vlm_models, family)()

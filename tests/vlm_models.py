@@ -181,6 +181,35 @@ def qwen2_5_vl() -> tuple[Any, Any]:
     return Qwen2_5_VLForConditionalGeneration(config).eval(), processor
 
 
+@lru_cache(maxsize=1)
+def qwen3_vl() -> tuple[Any, Any]:
+    """(model, processor): as :func:`qwen2_vl`, with Qwen3-VL's interleaved M-RoPE and deepstack."""
+    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration, Qwen3VLProcessor
+
+    tok, image_processor, tokens = _qwen_parts()
+    processor = _without_video(Qwen3VLProcessor)(image_processor=image_processor, tokenizer=tok)
+    rope = {"rope_type": "default", "mrope_section": [1, 1, 2], "mrope_interleaved": True}
+    config = Qwen3VLConfig(
+        text_config={"vocab_size": len(tok), "head_dim": 8, "rope_scaling": rope, **TEXT_CONFIG},
+        vision_config={
+            "depth": 2,
+            "hidden_size": 16,
+            "intermediate_size": 16,
+            "num_heads": 2,
+            "patch_size": 8,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "out_hidden_size": 32,
+            "num_position_embeddings": 64,
+            "deepstack_visual_indexes": [1],
+            "in_channels": 3,
+        },
+        **tokens,
+    )
+    torch.manual_seed(0)
+    return Qwen3VLForConditionalGeneration(config).eval(), processor
+
+
 def image(height: int, width: int, seed: int = 0) -> np.ndarray[Any, Any]:
     """A random RGB uint8 image (height, width, 3)."""
     return np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)

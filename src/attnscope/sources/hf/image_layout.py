@@ -158,7 +158,7 @@ def _assembled(tiles: npt.NDArray[Any], rows: int, cols: int) -> npt.NDArray[Any
 def _qwen2_vl(
     model: Any, processor: Any, encoding: Mapping[str, Any], images: Sequence[Any]
 ) -> list[Layout] | str:
-    """Qwen2-VL / Qwen2.5-VL: dynamic resolution, ``merge x merge`` patches per token."""
+    """Qwen2-VL, 2.5-VL, 3-VL: dynamic resolution, ``merge x merge`` patches per token."""
     image_processor = processor.image_processor
     merge = _setting(getattr(image_processor, "merge_size", None))
     patch = _setting(getattr(image_processor, "patch_size", None))
@@ -275,6 +275,7 @@ READERS: dict[str, Reader] = {
     "llava_next": _llava_next,
     "qwen2_vl": _qwen2_vl,
     "qwen2_5_vl": _qwen2_vl,
+    "qwen3_vl": _qwen2_vl,
     "idefics3": _idefics3,
 }
 """Layout readers by ``config.model_type``."""
