@@ -133,26 +133,27 @@ def gpt2_shaped(num_layers: int = 12) -> Any:
 
 
 @cache
-def llama_shaped() -> Any:
+def llama_shaped(**shape: int) -> Any:
     """A randomly initialised Llama: 32 layers x 32 heads, hidden 1024, default attention.
 
     Eight key/value heads (grouped queries, as in Llama 3) and a narrow MLP
     (1024): attention has the shape of a 32 x 32-head model, the rest is kept
-    small so the forward pass stays short on two cores.
+    small so the forward pass stays short on two cores. ``shape`` overrides
+    any of these config fields (``num_hidden_layers=4`` ...).
     """
     import torch
     from transformers import LlamaConfig, LlamaModel
 
     torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=int(minilm()[1].vocab_size),
-        hidden_size=1024,
-        intermediate_size=1024,
-        num_hidden_layers=32,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-        max_position_embeddings=GPT2_POSITIONS,
-    )
+    fields = {
+        "hidden_size": 1024,
+        "intermediate_size": 1024,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "max_position_embeddings": GPT2_POSITIONS,
+    }
+    config = LlamaConfig(vocab_size=int(minilm()[1].vocab_size), **(fields | shape))
     return LlamaModel(config).eval()
 
 

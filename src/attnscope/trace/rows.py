@@ -72,7 +72,7 @@ def _term(array: np.ndarray[Any, Any], position: int, head: int, rows: Rows) -> 
     return _tensor(part)
 
 
-def _heads_term(array: np.ndarray[Any, Any], position: int, rows: slice) -> Any:
+def _heads_term(array: np.ndarray[Any, Any], position: int, rows: Rows) -> Any:
     """The ``(heads or 1, rows or 1, k)`` part of a term broadcastable to ``(L, H, Q, K)``."""
     part = array[position if array.shape[0] > 1 else 0]
     if part.shape[1] > 1:
@@ -307,7 +307,7 @@ def work_buffer(
 def logit_heads(
     stream: AttentionStream,
     position: int,
-    rows: slice,
+    rows: Rows,
     stop: int | None = None,
     *,
     reuse: bool = False,
@@ -332,7 +332,7 @@ def logit_heads(
 
     queries, keys = _qk(stream)
     stop = stream.k_len if stop is None else stop
-    q = _tensor(queries[position, :, rows]).to(stream.device, torch.float32)
+    q = _tensor(queries[position][:, rows]).to(stream.device, torch.float32)
     layer = keys[position]
     # The first keys of each head as a view (a copy of them would be the largest
     # cost of a block at long inputs); a read-only array is copied only that far;
@@ -375,6 +375,35 @@ def sink_logit(stream: AttentionStream, position: int, head: int) -> float | Non
     if stream.sinks is None:
         return None
     return float(stream.sinks[position, head])
+
+
+def compute_heads(stream: AttentionStream, position: int, rows: Rows) -> torch.Tensor:
+    """Attention of query ``rows`` of every head, float32 ``(heads, len(rows), k_len)``, on the CPU.
+
+    :func:`compute_rows` of all heads in one batched computation (a few
+    large operations instead of a few per head), for readers of a few rows
+    of every head such as ``check()``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> q = np.zeros((1, 2, 3, 4), np.float16)
+    >>> compute_heads(AttentionStream(queries=q, keys=q), 0, np.array([0, 2])).shape
+    torch.Size([2, 2, 3])
+    """
+    import torch
+
+    if stream.weights is not None:
+        return _tensor(stream.weights[position][:, rows]).float()
+    scores = logit_heads(stream, position, rows)
+    if stream.sinks is not None:
+        sinks = torch.tensor(stream.sinks[position], dtype=torch.float32, device=scores.device)
+        column = sinks[:, None, None].expand(scores.shape[0], scores.shape[1], 1)
+        weights = torch.softmax(torch.cat([scores, column], dim=-1), dim=-1)[..., :-1]
+    else:
+        weights = torch.softmax(scores, dim=-1)
+    return torch.nan_to_num_(weights, nan=0.0).cpu()
 
 
 def compute_rows(stream: AttentionStream, position: int, head: int, rows: Rows) -> torch.Tensor:

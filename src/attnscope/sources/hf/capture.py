@@ -50,7 +50,7 @@ from attnscope.sources.hf.preflight import check_weights_loaded, preflight
 from attnscope.sources.hf.recorder import AttentionCall, CannotRecordError
 from attnscope.sources.hf.restore import preserved
 from attnscope.sources.hf.seq2seq import encode_target
-from attnscope.sources.hf.streams import build_streams, tolerance
+from attnscope.sources.hf.streams import build_streams, check_error, tolerance
 from attnscope.sources.hf.tokenize import Encoded, encode_text
 from attnscope.sources.hf.vision import encode_image, is_vision_model
 from attnscope.sources.hf.vlm import encode_prompt_with_images
@@ -390,7 +390,7 @@ def capture(
         sides = {"source": source, "target": target_enc or source}
         before = list(notes)
         streams = _streams(model, calls, sides, route, notes)
-        worst = max((s.check_error() or 0.0) for s in streams)
+        worst = max((check_error(s) or 0.0) for s in streams)
         if worst > tolerance(model.dtype):
             # The recorded q/k miss a term this model adds: show its weights as they are.
             notes[:] = before

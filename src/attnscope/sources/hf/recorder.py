@@ -60,6 +60,8 @@ class AttentionCall:
     """Why the model gave no weights tensor for this layer, when it did not (Pegasus-X: a dict)."""
     eager_why: str = ""
     """Why this call's output came from eager attention although a fast one was at hand."""
+    causal: bool = False
+    """The mask hides exactly the future keys (no padding, window or bias): a rule, not data."""
 
     @property
     def recorded(self) -> bool:
@@ -450,6 +452,7 @@ class Recorder:
                 reference_rows=rows,
                 reference=reference[0].float(),
                 eager_why=why,
+                causal=self._for_sdpa(attention_mask)[1],
             )
         )
         return out, None

@@ -16,6 +16,7 @@ key heads are repeated to the query heads where layers disagree.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -141,7 +142,8 @@ def qk_dtype(records: Sequence[AttentionCall]) -> type[np.floating[Any]]:
         return np.float32
     if torch.bfloat16 in kinds:
         for t in tensors:
-            if t.numel() and float(t.detach().abs().max()) > HALF_LARGEST:
+            low, high = torch.aminmax(t.detach())
+            if max(-float(low), float(high)) > HALF_LARGEST:
                 return np.float32
     return np.float16
 
@@ -188,15 +190,25 @@ def _into_one(
 
 def _spans(
     masks: Sequence[torch.Tensor | None],
-    rows: list[int] | None,
-    cols: list[int] | None,
+    trim: tuple[list[int] | None, list[int] | None],
     q_len: int,
     k_len: int,
+    causal: Sequence[bool],
 ) -> np.ndarray[Any, Any] | None:
-    """Per-layer key spans ``(layers or 1, q, 2)`` of shared masks; None if one is no rule."""
+    """Per-layer key spans ``(layers or 1, q, 2)`` of shared masks; None if one is no rule.
+
+    A mask the recorder found plainly causal (``causal``) is not read again:
+    query ``i`` sees keys ``0 .. i`` (a pass over an N² mask is seconds at 8192 tokens).
+    """
+    rows, cols = trim
     found: dict[int, np.ndarray[Any, Any] | None] = {}
     spans = []
-    for mask in masks:
+    plain = rows is None and cols is None and q_len == k_len
+    for mask, rule in zip(masks, causal, strict=True):
+        if rule and plain:
+            stops = np.arange(1, q_len + 1, dtype=np.int32)
+            spans.append(np.stack([np.zeros_like(stops), stops], axis=-1))
+            continue
         if mask is None:
             spans.append(np.tile(np.array([[0, k_len]], np.int32), (q_len, 1)))
             continue
@@ -284,7 +296,7 @@ def build_stream(
     heads, q_len = queries.shape[1:3]
     k_len = keys.shape[2]
     masks = [c.mask for c in records]
-    key_spans = _spans(masks, rows, cols, q_len, k_len)
+    key_spans = _spans(masks, (rows, cols), q_len, k_len, [c.causal for c in records])
     mask = None
     if key_spans is None:
         picked = [None if m is None else _pick(m, rows, cols) for m in masks]
@@ -387,20 +399,38 @@ def _width_note(name: str, calls: Calls) -> str | None:
     )
 
 
+_ERRORS: weakref.WeakKeyDictionary[AttentionStream, float | None] = weakref.WeakKeyDictionary()
+
+
+def check_error(stream: AttentionStream) -> float | None:
+    """``stream.check_error()``, computed once for a stream capture built (it is read twice).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> q = np.zeros((1, 1, 2, 4), np.float32)
+    >>> check_error(AttentionStream(np.full((1, 1, 2, 2), 0.5, np.float32), queries=q, keys=q))
+    0.0
+    """
+    if stream not in _ERRORS:
+        _ERRORS[stream] = stream.check_error()
+    return _ERRORS[stream]
+
+
 def _checked(stream: AttentionStream, limit: float, again: Any) -> tuple[AttentionStream, str]:
     """``stream``, or the one ``again()`` builds without sink logits if only that one fits.
 
     GraniteSWA's sinks scale each head's output after softmax: the weights it
     returns are a plain softmax, which the sink logits would not reproduce.
     """
-    error = stream.check_error()
+    error = check_error(stream)
     if stream.sinks is None or error is None or error <= limit:
         return stream, ""
     try:
         plain: AttentionStream = again()
     except NotSoftmaxError:  # without the sinks the rows do not sum to 1: keep them
         return stream, ""
-    fixed = plain.check_error()
+    fixed = check_error(plain)
     if fixed is None or fixed > limit:
         return stream, ""
     return plain, (
