@@ -18,6 +18,7 @@ import pytest
 import attnscope
 import attnscope.trace.rows
 from attnscope import AttentionStream, AttentionTrace, Tokens
+from attnscope.analysis.retrieval import strongest_keys
 from attnscope.errors import AttnscopeError
 from test_capture_generate import causal_lm
 
@@ -119,10 +120,23 @@ def test_generation_capture_matches_the_reference(family: str) -> None:
     assert trace.stream.weights is None  # computed from q and k
     start = trace.prompt_length
     assert start is not None
+    n = len(trace.tokens)
     df = attnscope.retrieval_scores(trace, needle=(0, start))
     expected = reference_scores(trace, 0, start, start)
     np.testing.assert_array_equal(df["retrieval"].to_numpy().reshape(expected.shape), expected)
-    assert expected.max() > 0  # these seeds copy: the comparison is not of zeros
+    # Every position scored, the whole sequence as the needle: the repeated words give
+    # copies (which the generated tokens alone, from a random model, may not).
+    every = attnscope.retrieval_scores(trace, needle=(0, n), start=1)
+    expected = reference_scores(trace, 0, n, 1)
+    np.testing.assert_array_equal(every["retrieval"].to_numpy().reshape(expected.shape), expected)
+    assert expected.max() > 0
+    # The strongest key of each step is the first maximum of the model's own rows.
+    weights = trace.attention
+    for layer in range(weights.shape[0]):
+        for head in range(weights.shape[1]):
+            keys = strongest_keys(trace.stream, layer, head, 1)
+            rows = [int(np.argmax(weights[layer, head, p - 1, :p])) for p in range(1, n)]
+            assert keys.tolist() == rows
 
 
 @pytest.mark.parametrize(
