@@ -25,6 +25,7 @@ import {
 } from "./head_lines";
 import { paintLines, paintOffscreenCounts, paintTokenLabels } from "./head_paint";
 import { stepControl, type StepControl } from "./head_step";
+import { tokenSearch } from "./head_search";
 import { defaultLineScale, exportCaption, faintNotice, headOffsets, scaleControl, scaleLegend, type LineScale } from "./head_scale";
 import { clearRows, placeRows, type TokenColumn } from "./head_tokens";
 import { diffLegend, paintSignedLines } from "./compare_head";
@@ -320,7 +321,9 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   }
   L.on(viewport, "scroll", () => sched.request(), { passive: true });
 
-  bar.append(swatchBox, scaleBox.el);
+  const search = tokenSearch(L, () => display.sideQ.labels, () => rowOf(display.wordsQ, st().query) ?? -1,
+    (row) => store.set({ query: tokenOf(display.startsQ, row) }));
+  bar.append(swatchBox, scaleBox.el, search);
   if (signed) bar.append(diffLegend());
   const unSave = saveButtons(bar, {
     name: () => `attnscope-head-L${st().layer}`,

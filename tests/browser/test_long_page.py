@@ -20,6 +20,7 @@ import attnscope
 pytestmark = pytest.mark.browser
 
 TOKENS = 4000
+NEEDLE = 3217
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", "far", "away"]
 
 # Share of pixels of a rectangle of the canvas whose colour is not `bg` (alpha > 0
@@ -45,7 +46,9 @@ def long_trace(minilm: tuple[Any, Any]) -> attnscope.AttentionTrace:
     torch.manual_seed(0)
     config = GPT2Config(n_layer=4, n_head=4, n_embd=64, n_positions=8192)
     model = GPT2Model(config).eval()
-    text = " ".join(WORDS[i % len(WORDS)] for i in range(TOKENS - 2))
+    words = [WORDS[i % len(WORDS)] for i in range(TOKENS - 2)]
+    words[NEEDLE - 1] = "needle"  # token NEEDLE ([CLS] is token 0)
+    text = " ".join(words)
     trace = attnscope.capture(model, text, tokenizer=minilm[1])
     assert len(trace.tokens) == TOKENS
     return trace
@@ -137,3 +140,16 @@ def test_neuron_view_opens_on_every_head(exported: ExportedPage, screenshots: An
             assert "Could not load" not in view.inner_text()
             assert "no q/k" not in head_select.inner_text()
     screenshots.take("long-4000-neuron", exported.picture())
+
+
+def test_token_search_jumps_to_the_needle(exported: ExportedPage) -> None:
+    view = exported.view("head")
+    search = exported.page.locator('[data-testid="head-search"]')
+    search.fill("needle")
+    exported.redraw_after("head", lambda: search.press("Enter"))
+    assert exported.page.locator('[data-testid="head-search-count"]').inner_text() == "1 of 1"
+    row = exported.page.locator(f'.attnscope-hv-col[data-side="query"] [data-i="{NEEDLE}"]')
+    assert row.inner_text() == "needle"
+    assert "is-selected" in (row.get_attribute("class") or "")
+    assert row.is_visible()  # scrolled to it, far below the first screen
+    assert int(view.get_attribute("data-lines") or 0) > 0

@@ -38,3 +38,17 @@ describe("the head view's opening scale", () => {
     expect(scaleLegend("row", null, null)).not.toContain("chosen");
   });
 });
+
+describe("the head view's token search", () => {
+  it("finds the next match after the locked row, wraps, and steps back", async () => {
+    const { findToken } = await import("../../js/views/head_search");
+    const labels = ["The", "needle", "in", "a", "hay", "Needle", "stack"];
+    expect(findToken(labels, "needle", -1)).toEqual({ row: 1, rank: 1, count: 2 });
+    expect(findToken(labels, "NEEDLE", 1)).toEqual({ row: 5, rank: 2, count: 2 });
+    expect(findToken(labels, "needle", 5)).toEqual({ row: 1, rank: 1, count: 2 }); // wraps
+    expect(findToken(labels, "needle", 5, -1)).toEqual({ row: 1, rank: 1, count: 2 });
+    expect(findToken(labels, "needle", 1, -1)).toEqual({ row: 5, rank: 2, count: 2 });
+    expect(findToken(labels, "zebra", 0)).toEqual({ row: -1, rank: 0, count: 0 });
+    expect(findToken(labels, "  ", 0)).toBeNull();
+  });
+});
