@@ -19,7 +19,13 @@ SCHEMA = json.loads(resources.files("attnscope.encode").joinpath("selection.json
 
 def test_synced_traits_are_the_schema_fields() -> None:
     # The widget's own traits: those anywidget and ipywidgets add are not the selection.
-    synced = set(AttentionWidget.class_own_traits(sync=True)) - {"_meta", "_saved", "_esm", "_css"}
+    synced = set(AttentionWidget.class_own_traits(sync=True)) - {
+        "_meta",
+        "_saved",
+        "_bundle",
+        "_esm",
+        "_css",
+    }
     assert synced == set(SCHEMA["fields"])
     assert tuple(SCHEMA["fields"]) == SELECTION_FIELDS
 

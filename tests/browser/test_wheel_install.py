@@ -43,7 +43,7 @@ from attnscope import AttentionTrace, AttentionWidget, save_html
 weights = np.random.default_rng(0).dirichlet(np.ones(5), size=(2, 3, 5)).astype("float32")
 trace = AttentionTrace(["The", "cat", "sat", "on", "it"], weights)
 widget = AttentionWidget(trace, view="head", layer=1)
-assert len(widget._esm) > 10_000, "the widget's bundle is empty"
+assert len(widget._bundle) > 10_000, "the widget's bundle is empty"
 print(attnscope.__file__)
 print(save_html(widget, sys.argv[1]))
 """

@@ -14,12 +14,13 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from attnscope._static import static_text
+from attnscope._static import static_text, widget_module
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.analysis.statistics import STATISTICS
+from attnscope.display.lifetime import close_when_cell_reruns, forget_in_history
 from attnscope.display.page import DEFAULT_MAX_BYTES, save_html
 from attnscope.display.snapshot import saved_chunks, snapshot_bundle
-from attnscope.display.where_called import shown_this_cell
+from attnscope.display.where_called import kernel_shell, shown_this_cell
 from attnscope.encode.analysis_chunks import pseudo_heads, rollout_unavailable
 from attnscope.encode.chunks import ChunkCache
 from attnscope.encode.comparison import ComparisonChunks
@@ -96,8 +97,14 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     # As text, not as paths: anywidget would watch the files for hot reload and keep
     # every widget, and its trace, alive through the watcher (anywidget issue #929).
-    _esm = static_text("widget.js")
+    # The module is a small loader that imports the bundle once per page (anywidget #613).
+    _esm = widget_module()
     _css = static_text("widget.css")
+    _bundle = t.Unicode(static_text("widget.js"), read_only=True).tag(sync=True)
+    """The front end's bundle, which :attr:`_esm` imports once per page; fixed.
+
+    Type: str. Default: the built ``attnscope/static/widget.js``.
+    """
 
     _meta = t.Dict().tag(sync=True)
     """Everything small about the trace (``docs/protocol.md``, "_meta"); set once.
@@ -276,7 +283,9 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         """Close the widget: its views leave the page and its encoded chunks are freed now.
 
         The trace stays readable (:attr:`trace`), and nothing of attnscope's keeps
-        the widget: once the caller drops it, it and its trace are freed.
+        the widget, nor does IPython's output history: once the caller drops it,
+        it and its trace are freed. A widget shown by a cell is closed for you
+        when that cell runs again (:mod:`attnscope.display.lifetime`).
 
         Examples
         --------
@@ -292,6 +301,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if self._compared is not None:
             self._compared._cache = ChunkCache()  # its encoded A, B and A - B chunks
         super().close()
+        forget_in_history(self, kernel_shell())
 
     def _ipython_display_(self) -> None:
         # show_* already displayed this widget where it was called: the same cell's last
@@ -304,6 +314,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if bundle is not None:
             data, metadata = bundle
             display(data, metadata=metadata, raw=True)  # type: ignore[no-untyped-call]
+            close_when_cell_reruns(self, kernel_shell())
 
     def __repr__(self) -> str:
         # The text a notebook shows where widgets cannot render (GitHub, nbconvert).
