@@ -15,7 +15,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 EDITABLE := SKIP_JUPYTER_BUILDER=1 $(PIP) install -q -c $(LOCK) -e
 BUNDLE := src/attnscope/static/widget.js
 
-.PHONY: demo test lint typecheck js-test py-test build bench screenshots clean chromium \
+.PHONY: demo lab test lint typecheck js-test py-test build bench screenshots clean chromium \
 	lock test-latest test-oldest
 
 # Every package of .venv comes from the lock (.ci/lock.txt, written by `make lock`);
@@ -92,7 +92,11 @@ chromium:
 
 demo: $(VENV)/.demo build
 	$(PY) -m attnscope demo
-	@echo "The widget in JupyterLab: .venv/bin/jupyter lab examples/quickstart.ipynb (then Run > Run All Cells)"
+	@echo "The widget in JupyterLab: make lab (opens examples/quickstart.ipynb; then Run > Run All Cells)"
+
+# JupyterLab from .venv (the demo extra holds it) on the example notebooks.
+lab: $(VENV)/.demo build
+	$(VENV)/bin/jupyter lab examples/quickstart.ipynb
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check src tests benchmarks
