@@ -196,3 +196,16 @@ def test_views_and_statistics_of_a_half_trace_compute_in_float32() -> None:
     stats = head_stats(half)
     assert len(stats) == stream.num_layers * stream.num_heads
     assert np.isfinite(stats.select_dtypes("number").to_numpy(dtype=float)).all()
+
+
+def test_trace_device_is_the_models_and_can_be_changed() -> None:
+    model, tokenizer = _half("gpt2", "bfloat16")
+    trace = _capture(model, tokenizer, "gpt2")
+    assert trace.device == "cpu"  # the model's device: on-demand blocks compute there
+    before = trace.stream.attention_rows(0, 0, slice(0, 3))
+    trace.device = "cpu"
+    assert all(s.device == "cpu" for s in trace.streams.values())
+    assert torch.equal(trace.stream.attention_rows(0, 0, slice(0, 3)), before)
+    with pytest.raises(ValueError, match=r"device 'nowhere' cannot hold tensors here.*'cpu'"):
+        trace.device = "nowhere"
+    assert trace.device == "cpu"

@@ -165,6 +165,40 @@ class AttentionTrace:
     def images(self, regions: Sequence[ImageRegion]) -> None:
         self._images = check_regions(regions, len(self.source))
 
+    @property
+    def device(self) -> str:
+        """Where attention is recomputed from q and k, a block of rows at a time.
+
+        :func:`attnscope.capture` sets the model's device (``"cuda:0"`` for a
+        model on a GPU): top keys, thumbnails, statistics, rollout and
+        :meth:`check` then compute there in float32, a block at a time, and
+        only their results come back to the host. Set ``"cpu"`` to keep the
+        device free (or ``"cuda"`` to use a GPU for a trace loaded from disk).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> trace = AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32))
+        >>> trace.device
+        'cpu'
+        >>> trace.device = "cpu"
+        """
+        return self.stream.device
+
+    @device.setter
+    def device(self, device: str) -> None:
+        import torch
+
+        try:
+            torch.empty(0, device=device)
+        except (RuntimeError, ValueError, AssertionError) as err:  # no such device here
+            raise ValueError(
+                f"device {device!r} cannot hold tensors here ({err}); pass 'cpu' or a "
+                "device torch can use (torch.cuda.is_available() says whether 'cuda' can)."
+            ) from None
+        for stream in self.streams.values():
+            stream.device = str(device)
+
     @classmethod
     def from_streams(
         cls,
