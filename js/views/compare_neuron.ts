@@ -3,6 +3,7 @@
 // for the selected key the per-dimension q×k of both inputs.
 import { readTheme, rgba, type ThemeColors } from "../colors";
 import { attnKey, qkKey, sideKey } from "../chunk_keys";
+import { chunkWords } from "../chunk_words";
 import { arr } from "../data";
 import { isolate, joinParts, labelElement } from "../label_text";
 import { canvasPainter } from "../paint/canvas_painter";
@@ -130,7 +131,7 @@ export function renderCompareNeuron(ctx: ViewContext): Cleanup {
       markDrawn(view, true);
       return;
     }
-    if (failed) setStatus(status, `Could not load ${failed.key}: ${failed.error}`, "error");
+    if (failed) setStatus(status, `Could not load ${chunkWords(failed.key, meta)}: ${failed.error}`, "error");
     if (!qkA || !qkB || failed) { markDrawn(view, false); return; }
     const q = queryIdx();
     const r = sideBySide(qkA, qkB, q, s.key, chunks[k.attnA], chunks[k.attnB]);
