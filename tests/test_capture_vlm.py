@@ -12,7 +12,7 @@ import torch
 import attnscope
 import vlm_models
 from attnscope.errors import AttnscopeError
-from attnscope.sources.hf import image_layout
+from attnscope.sources.hf import image_readers
 from vlm_models import TEXT, eager_attention, halves, image
 
 SHAPES = {"square": (40, 40), "wide": (30, 70), "tall": (70, 30)}
@@ -146,7 +146,7 @@ def test_a_layout_without_a_reader_leaves_plain_tokens_and_a_note(
     llava: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     model, processor = llava
-    monkeypatch.delitem(image_layout.READERS, "llava")
+    monkeypatch.delitem(image_readers.READERS, "llava")
     trace = attnscope.capture(model, TEXT["llava"], images=image(40, 40), processor=processor)
     assert trace.images == []
     assert any("image tokens are shown as plain tokens" in n and "llava" in n for n in trace.notes)

@@ -17,7 +17,8 @@ import torch
 from attnscope.errors import AttnscopeError
 from attnscope.sources.hf.checks import check_length, position_limit
 from attnscope.sources.hf.generate import GenerationPlan, check_room
-from attnscope.sources.hf.image_layout import Layout, read_layouts
+from attnscope.sources.hf.image_layout import Layout
+from attnscope.sources.hf.image_readers import read_layouts
 from attnscope.sources.hf.tokenize import Encoded, tokens_for_ids
 from attnscope.trace import TokenKind, Tokens
 from attnscope.trace.images import ImageRegion

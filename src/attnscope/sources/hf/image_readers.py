@@ -1,0 +1,44 @@
+"""Which layout reader reads which model type's images."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from attnscope.sources.hf.image_grids import gemma3, llava, qwen2_vl
+from attnscope.sources.hf.image_layout import Layout, Reader
+from attnscope.sources.hf.image_tiles import idefics3, internvl, llava_next
+
+READERS: dict[str, Reader] = {
+    "internvl": internvl,
+    "gemma3": gemma3,
+    "llava": llava,
+    "llava_next": llava_next,
+    "qwen2_vl": qwen2_vl,
+    "qwen2_5_vl": qwen2_vl,
+    "qwen3_vl": qwen2_vl,
+    "idefics3": idefics3,
+}
+"""Layout readers by ``config.model_type``."""
+
+
+def read_layouts(
+    model: Any, processor: Any, encoding: Mapping[str, Any], images: Sequence[Any]
+) -> list[Layout] | str:
+    """Each image's layout from ``processor``'s output ``encoding``, or why it cannot be read.
+
+    Examples
+    --------
+    >>> class Config:
+    ...     model_type = "llava_onevision"
+    >>> class Model:
+    ...     config = Config()
+    >>> read_layouts(Model(), None, {}, [])  # doctest: +ELLIPSIS
+    'attnscope has no layout reader for llava_onevision images yet (it reads gemma3, ...)'
+    """
+    model_type = str(model.config.model_type)
+    reader = READERS.get(model_type)
+    if reader is None:
+        known = ", ".join(sorted(READERS))
+        return f"attnscope has no layout reader for {model_type} images yet (it reads {known})"
+    return reader(model, processor, encoding, images)
