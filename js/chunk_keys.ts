@@ -25,3 +25,6 @@ export const statsKey = (stream: string): string => `stats:${stream}`;
 
 /** One layer's pseudo-heads (mean of heads, rollout), in the `top:` format (head view). */
 export const pseudoKey = (stream: string, layer: number): string => `pseudo:${stream}:${layer}`;
+
+/** One query's rollout through a layer (long inputs: `_meta.streams[s].rollout_query`), one row in the `top:` format. */
+export const queryRolloutKey = (stream: string, layer: number, query: number): string => `pseudo:${stream}:${layer}:${query}`;

@@ -36,6 +36,8 @@ export interface StreamMeta {
   pseudo_heads?: string[];
   /** An exported page that left some heads' q and k out: per layer position, those heads (absent: none). */
   qk_missing?: number[][];
+  /** The live head view offers the rollout of its locked query (`pseudo:<s>:<l>:<query>`): long self-attention. */
+  rollout_query?: boolean;
 }
 
 /** One head statistic of the `stats:` chunk (attnscope.analysis.STATISTICS). */

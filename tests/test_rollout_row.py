@@ -91,3 +91,26 @@ def test_widget_says_why_a_long_stream_offers_no_rollout() -> None:
     assert "attnscope.rollout_row(trace, query)" in message
     assert "consecutive layers" not in message
     assert w.pseudo_heads == []
+
+
+def test_the_live_widget_offers_one_querys_rollout_past_1024_tokens() -> None:
+    from attnscope.encode.arrays import top_keys
+    from attnscope.encode.chunks import encode_chunk, parse_key
+    from attnscope.encode.meta import build_meta, stream_top_k
+
+    trace = causal_trace(1100, layers=2)
+    assert build_meta(trace)["streams"]["self"]["rollout_query"] is True
+    assert "rollout_query" not in build_meta(trace, embedded=True)["streams"]["self"]
+    arrays = dict(encode_chunk(trace, parse_key("pseudo:self:1:1090", trace)))
+    k = stream_top_k(trace.stream)
+    row = attnscope.rollout_row(trace, 1090, layer=1).astype(np.float32)[None, None]
+    index, weight, rowmax = top_keys(row, k)
+    np.testing.assert_array_equal(arrays["index"], index)
+    np.testing.assert_array_equal(arrays["weight"], weight)
+    np.testing.assert_allclose(arrays["rowmax"], rowmax)
+    with pytest.raises(ValueError, match="out of range"):
+        parse_key("pseudo:self:1:1100", trace)
+    short = causal_trace(30)
+    assert "rollout_query" not in build_meta(short)["streams"]["self"]
+    with pytest.raises(ValueError, match="offers no rollout of one query"):
+        parse_key("pseudo:self:0:3", short)

@@ -4,7 +4,7 @@
 // rows in head_tokens.ts and the toolbar in head_controls.ts; this file wires
 // them to the store and the chunks.
 import { hex, readTheme, type ThemeColors } from "../colors";
-import { pseudoKey } from "../chunk_keys";
+import { pseudoKey, queryRolloutKey } from "../chunk_keys";
 import { chunkWords } from "../chunk_words";
 import { saveButtons } from "../export_image";
 import { canvasPainter } from "../paint/canvas_painter";
@@ -26,6 +26,7 @@ import {
 import { paintLines, paintOffscreenCounts, paintTokenLabels } from "./head_paint";
 import { stepControl, type StepControl } from "./head_step";
 import { tokenSearch } from "./head_search";
+import { queryRolloutRows, rolloutToggle } from "./head_rollout";
 import { defaultLineScale, exportCaption, faintNotice, headOffsets, scaleControl, scaleLegend, type LineScale } from "./head_scale";
 import { clearRows, placeRows, type TokenColumn } from "./head_tokens";
 import { diffLegend, paintSignedLines } from "./compare_head";
@@ -172,6 +173,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     collect(g);
     if (signed) paintSignedLines(p, lines, g, theme);
     else paintLines(p, lines, g, colors, lineHeads(), headOffsets(shownHeads(), lineHeads()));
+    paintRollout(p, g);
     const edges = offscreenKeys(lines, g.height);
     paintOffscreenCounts(p, edges, g, theme);
     return edges;
@@ -231,6 +233,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     placeRows(colQ, display.sideQ, display.sideQ.labels.length, g.first, g.last, { ...marks("query", rowOf(display.wordsQ, s.query), null), group });
     placeRows(colK, display.sideK, display.sideK.labels.length, g.first, g.last, marks("key", rowOf(display.wordsK, s.key), focusWeights()));
     swatches.sync();
+    rolloutBox.el.hidden = !(analysing && stream().rollout_query);
     steps?.sync();
     analysis.sync();
     const note = summedStatus();
@@ -324,6 +327,42 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   const search = tokenSearch(L, () => display.sideQ.labels, () => rowOf(display.wordsQ, st().query) ?? -1,
     (row) => store.set({ query: tokenOf(display.startsQ, row) }));
   bar.append(swatchBox, scaleBox.el, search);
+  // Long self-attention: the locked query's rollout, computed by Python for that query alone.
+  let rolloutOn = false;
+  let rollout: { key: string; chunk: Chunk | null } | null = null;
+  let rolloutLines = emptyLines();
+  const rolloutBox = rolloutToggle(L, (on) => { rolloutOn = on; loadRollout(); sched.request(); });
+  bar.append(rolloutBox.el);
+  /** The rollout chunk the current layer and locked query need, or null (off, no query, words mode). */
+  const rolloutWanted = (): string | null => {
+    const s = st();
+    if (!rolloutOn || !analysing || !stream().rollout_query || s.words || s.query == null) return null;
+    return queryRolloutKey(s.stream, s.layer, s.query);
+  };
+  function loadRollout(): void {
+    const key = rolloutWanted();
+    if (!key) { rollout = null; return; }
+    if (rollout?.key === key) return;
+    rollout = { key, chunk: data.peek(key) ?? null };
+    if (rollout.chunk) return;
+    const q = st().query ?? 0;
+    setStatus(status, `Computing the rollout of “${display.sideQ.labels[rowOf(display.wordsQ, q) ?? q] ?? q}” through layer ${stream().layers[st().layer] ?? st().layer}…`);
+    data.request([key]).then((m) => {
+      if (rollout?.key !== key) return;
+      rollout.chunk = m.get(key) ?? { key, arrays: {}, error: "missing" };
+      setStatus(status, rollout.chunk.error ? `Could not load ${chunkWords(key, meta)}: ${rollout.chunk.error}` : null, rollout.chunk.error ? "error" : "info");
+      sched.request();
+    }).catch(() => undefined);
+  }
+  /** The rollout's lines over the heads', in the text colour (all relative to its largest weight). */
+  function paintRollout(p: Painter, g: HeadLayout): void {
+    const c = rollout?.chunk, q = st().query;
+    if (!c || c.error || q == null || rollout?.key !== rolloutWanted()) { view.dataset.rolloutLines = "0"; return; }
+    const rows = queryRolloutRows(c, stream().q_len, q);
+    rolloutLines = collectLines(rolloutLines, rows, g, { heads: [0], query: q, key: -1, pairFilter: "all", segQ: null, segK: null, cap: MAX_LINES, relative: true });
+    paintLines(p, rolloutLines, g, [hex(theme.fg)], 1);
+    view.dataset.rolloutLines = String(rolloutLines.n);
+  }
   if (signed) bar.append(diffLegend());
   const unSave = saveButtons(bar, {
     name: () => `attnscope-head-L${st().layer}`,
@@ -396,6 +435,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     else if (changed.has("words")) rebuildRows();
     if (changed.has("pseudo_heads")) loadPseudo();
     if (changed.has("stream") || changed.has("layer")) load();
+    if (["stream", "layer", "query", "words"].some((k) => changed.has(k as keyof AppState))) loadRollout();
     if (changed.has("query") || changed.has("key")) reveal(changed.has("query") ? rowOf(display.wordsQ, st().query) : rowOf(display.wordsK, st().key));
     sched.request();
   });

@@ -162,16 +162,31 @@ def rollout_row(
     >>> rollout_row(t, [0, 3], layer=0).shape
     (2, 4)
     """
-    import torch
-
-    from attnscope.trace.rows import row_blocks
-
     chosen = pick_stream(trace, stream)
     require_self_attention(chosen, "rollout")
     require_consecutive_layers(chosen, "rollout")
     queries = _queries(query, chosen.q_len)
-    top = _top_position(chosen, layer)
-    n, heads = chosen.q_len, chosen.num_heads
+    result = stream_rollout_rows(chosen, queries, _top_position(chosen, layer))
+    return result[0] if isinstance(query, int | np.integer) else result
+
+
+def stream_rollout_rows(stream: AttentionStream, queries: list[int], top: int) -> Float64Array:
+    """:func:`rollout_row` of valid ``queries`` through layer position ``top``: ``(m, n)``.
+
+    The stream is self-attention over consecutive layers (not checked here).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = AttentionStream(np.full((2, 1, 2, 2), 0.5, np.float32))
+    >>> stream_rollout_rows(s, [0], 1).tolist()
+    [[0.625, 0.375]]
+    """
+    import torch
+
+    from attnscope.trace.rows import row_blocks
+
+    n, heads = stream.q_len, stream.num_heads
     vector = torch.zeros((len(queries), n), dtype=torch.float64)
     vector[torch.arange(len(queries)), torch.tensor(queries)] = 1.0
     with progress(top + 1, "attnscope rollout", unit="layer") as bar:
@@ -180,7 +195,7 @@ def rollout_row(
             out = torch.zeros_like(vector)
             for rows in row_blocks(reached, n):
                 mean = sum(
-                    (chosen.attention_rows(position, h, rows).double() for h in range(heads)),
+                    (stream.attention_rows(position, h, rows).double() for h in range(heads)),
                     torch.zeros((rows.stop - rows.start, n), dtype=torch.float64),
                 )
                 mean /= heads
@@ -191,7 +206,7 @@ def rollout_row(
             vector = out
             bar.update(1)
     result: Float64Array = vector.numpy()
-    return result[0] if isinstance(query, int | np.integer) else result
+    return result
 
 
 def _queries(query: int | Sequence[int], q_len: int) -> list[int]:

@@ -20,7 +20,7 @@ import numpy as np
 from attnscope.analysis.access import Buffers
 from attnscope.analysis.aggregate import layer_mean
 from attnscope.analysis.layer_scan import scan_layer
-from attnscope.analysis.rollout import rollout_step
+from attnscope.analysis.rollout import rollout_step, stream_rollout_rows
 from attnscope.analysis.statistics import STATISTICS, TokenSets, stack_layers
 from attnscope.analysis.words import word_ids
 from attnscope.encode.arrays import F32Array, NamedArray, quantize_rows, top_keys
@@ -117,6 +117,47 @@ def rollout_unavailable(stream: AttentionStream) -> str | None:
             "streamed a block of rows at a time"
         )
     return None
+
+
+def offers_query_rollout(stream: AttentionStream) -> bool:
+    """Whether the live head view offers the rollout of its locked query alone (past 1024 tokens).
+
+    A self-attention stream over consecutive layers too long for the rollout of
+    every query (:data:`ROLLOUT_MAX_TOKENS`) still has each query's rollout
+    (``pseudo:<stream>:<layer>:<query>``, :func:`query_rollout_arrays`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> offers_query_rollout(AttentionStream(np.full((1, 1, 1100, 1100), 1 / 1100, np.float32)))
+    True
+    """
+    square = stream.query_side == stream.key_side and stream.q_len == stream.k_len
+    consecutive = all(b == a + 1 for a, b in pairwise(stream.layers))
+    return square and consecutive and stream.q_len > ROLLOUT_MAX_TOKENS
+
+
+def query_rollout_arrays(
+    stream: AttentionStream, position: int, query: int, top_k: int
+) -> list[NamedArray]:
+    """The ``pseudo:<stream>:<layer>:<query>`` chunk: one query's rollout, ``top:`` format.
+
+    One "head" and one row: ``(1, 1, top_k)`` keys and weights, ``(1, 1)`` row maximum,
+    from :func:`attnscope.analysis.rollout.stream_rollout_rows` (a block of rows at a time).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = AttentionStream(np.full((2, 1, 3, 3), 1 / 3, np.float32))
+    >>> [(n, a.shape) for n, a in query_rollout_arrays(s, 1, 0, top_k=2)]
+    [('index', (1, 1, 2)), ('weight', (1, 1, 2)), ('rowmax', (1, 1))]
+    """
+    row = stream_rollout_rows(stream, [query], position).astype(np.float32)[None]
+    if top_k >= stream.k_len:
+        weight, rowmax = quantize_rows(row)
+        return [("weight", weight), ("rowmax", rowmax)]
+    index, weight, rowmax = top_keys(row, top_k)
+    return [("index", index), ("weight", weight), ("rowmax", rowmax)]
 
 
 def statistics_meta() -> list[dict[str, str]]:

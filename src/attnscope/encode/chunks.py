@@ -21,8 +21,12 @@ from typing import Literal
 import numpy as np
 
 from attnscope.encode.analysis_chunks import (
+    ROLLOUT_MAX_TOKENS,
     analysable,
+    offers_query_rollout,
     pseudo_arrays,
+    pseudo_heads,
+    query_rollout_arrays,
     stats_arrays,
     unanalysable_reason,
 )
@@ -97,6 +101,8 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
         return _parse_row_thumbs(parts, key, trace)
     if kind == "top" and len(parts) == _PARTS[kind] + 1:
         return _parse_top_block(parts, key, trace)
+    if kind == "pseudo" and len(parts) == _PARTS[kind] + 1:
+        return _parse_query_rollout(parts, key, trace)
     if len(parts) != _PARTS[kind]:
         shape = {
             "thumbs": "thumbs:<stream> or thumbs:<stream>:<first row>",
@@ -104,7 +110,7 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
             "attn": "attn:<stream>:<layer>:<head>",
             "qk": "qk:<stream>:<layer>:<head>",
             "stats": "stats:<stream>",
-            "pseudo": "pseudo:<stream>:<layer>",
+            "pseudo": "pseudo:<stream>:<layer> or pseudo:<stream>:<layer>:<query>",
         }[kind]
         raise ValueError(f"malformed key {key!r}; expected {shape}.")
     stream = _stream(parts[1], trace)
@@ -146,6 +152,20 @@ def _parse_top_block(parts: list[str], key: str, trace: AttentionTrace) -> Chunk
             f"use a multiple of {block}, e.g. {first_row - first_row % block}."
         )
     return ChunkKey("top", parts[1], layer, first_row=first_row)
+
+
+def _parse_query_rollout(parts: list[str], key: str, trace: AttentionTrace) -> ChunkKey:
+    stream = _stream(parts[1], trace)
+    layer, query = _index(parts[2], key), _index(parts[3], key)
+    _check_layer(layer, parts[1], stream.num_layers)
+    _check_first_row(query, parts[1], stream.q_len)
+    if not offers_query_rollout(stream):
+        raise ValueError(
+            f"{key!r}: stream {parts[1]!r} offers no rollout of one query (self-attention "
+            f"over consecutive layers, past {ROLLOUT_MAX_TOKENS} tokens); its pseudo:"
+            f"{parts[1]}:{layer} chunk holds {pseudo_heads(stream)}."
+        )
+    return ChunkKey("pseudo", parts[1], layer, first_row=query)
 
 
 def _stream(name: str, trace: AttentionTrace) -> AttentionStream:
@@ -196,6 +216,8 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
     if key.kind == "stats":
         return stats_arrays(trace, key.stream)
     assert key.layer is not None
+    if key.kind == "pseudo" and key.first_row is not None:
+        return query_rollout_arrays(stream, key.layer, key.first_row, stream_top_k(stream))
     if key.kind == "pseudo":
         return pseudo_arrays(stream, key.layer, stream_top_k(stream))
     if key.kind == "top":

@@ -11,7 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from attnscope.encode.analysis_chunks import pseudo_heads, sides_words, statistics_meta
+from attnscope.encode.analysis_chunks import (
+    offers_query_rollout,
+    pseudo_heads,
+    sides_words,
+    statistics_meta,
+)
 from attnscope.trace import AttentionStream, AttentionTrace, Tokens
 from attnscope.trace.labels import continues_word, mend_surrogates
 
@@ -269,6 +274,8 @@ def _stream_meta(name: str, stream: AttentionStream, *, embedded: bool) -> dict[
         # The exported page embeds whole-layer top: chunks and answers nothing else.
         "top_block": None if embedded else stream_top_block(stream),
         "pseudo_heads": pseudo_heads(stream),
+        # The live head view: the rollout of its locked query (pseudo:<s>:<l>:<query>), long inputs.
+        **({"rollout_query": True} if not embedded and offers_query_rollout(stream) else {}),
     }
 
 
