@@ -60,3 +60,17 @@ def test_gemma3_generation_with_an_image(gemma3: tuple[Any, Any]) -> None:
     assert np.abs(trace.attention - eager_attention(model, full)).max() <= 1e-5
     [weights] = attnscope.image_attention(trace, layer=1, head="mean", query=-1)
     assert weights.shape == (2, 2)
+
+
+def test_gemma3_generated_rows_are_what_each_step_computed(gemma3: tuple[Any, Any]) -> None:
+    model, processor = gemma3
+    picture = image(40, 40)
+    steps = 4
+    trace = attnscope.capture(
+        model, TEXT["gemma3"], images=picture, processor=processor, max_new_tokens=steps
+    )
+    enc = processor(text=TEXT["gemma3"], images=picture, return_tensors="pt")
+    ids, rows = vlm_models.stepwise_rows(model, enc, steps)
+    assert trace.generated_ids == ids
+    n = len(trace.tokens)
+    assert np.abs(trace.attention[:, :, n - steps : n - 1] - rows).max() <= 1e-5

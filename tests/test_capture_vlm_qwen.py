@@ -88,3 +88,18 @@ def test_qwen2_vl_generation_with_an_image(qwen: tuple[Any, Any]) -> None:
     }
     assert np.abs(trace.attention - eager_attention(model, full)).max() <= 1e-5
     assert trace.prompt_length == length
+
+
+def test_qwen2_vl_generated_rows_are_what_each_step_computed(qwen: tuple[Any, Any]) -> None:
+    model, processor = qwen
+    picture = image(32, 96)
+    steps = 4
+    trace = attnscope.capture(
+        model, TEXT["qwen2_vl"], images=picture, processor=processor, max_new_tokens=steps
+    )
+    enc = processor(text=TEXT["qwen2_vl"], images=picture, return_tensors="pt")
+    enc.pop("token_type_ids")
+    ids, rows = vlm_models.stepwise_rows(model, enc, steps)
+    assert trace.generated_ids == ids
+    n = len(trace.tokens)
+    assert np.abs(trace.attention[:, :, n - steps : n - 1] - rows).max() <= 1e-5

@@ -381,3 +381,39 @@ def internvl() -> tuple[Any, Any]:
     )
     torch.manual_seed(0)
     return InternVLForConditionalGeneration(config).eval(), processor
+
+
+def stepwise_rows(model: Any, inputs: Any, steps: int) -> tuple[list[int], np.ndarray[Any, Any]]:
+    """Greedy ``generate`` under eager with its own KV cache: the new ids and the rows.
+
+    Each generated token but the last is fed back at the next step; its attention row there
+    is what the model computed for it, (layers, heads, steps - 1, n) over all ``n`` = prompt +
+    steps positions (keys not there yet, or out of a sliding window, are 0), to compare with
+    a trace's rows ``[n - steps : n - 1]``. The model is restored.
+    """
+    before = model.config._attn_implementation
+    model.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            out = model.generate(
+                **inputs,
+                max_new_tokens=steps,
+                do_sample=False,
+                output_attentions=True,
+                return_dict_in_generate=True,
+            )
+    finally:
+        model.set_attn_implementation(before)
+    length = inputs["input_ids"].shape[1]
+    total = length + steps
+    heads = out.attentions[0][0].shape[1]
+    rows = np.zeros((len(out.attentions[0]), heads, steps - 1, total), "f4")
+    for step, layers in enumerate(out.attentions):
+        for layer, weights in enumerate(layers):
+            if step == 0:  # the prompt's own pass
+                continue
+            # the key cache holds the latest keys (a sliding window's layers only the last ones)
+            end = length + step
+            rows[layer, :, step - 1, end - weights.shape[-1] : end] = weights[0, :, -1].numpy()
+    ids = out.sequences[0, length:].tolist()
+    return ids, rows
