@@ -235,3 +235,44 @@ def test_a_model_built_in_memory_needs_its_processor(llava: tuple[Any, Any]) -> 
     model, _ = llava
     with pytest.raises(AttnscopeError, match=r"has no name_or_path .* pass processor="):
         attnscope.capture(model, TEXT["llava"], images=image(8, 8))
+
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'] }}: {% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<image>{% else %}{{ c['text'] }}{% endif %}{% endfor %}\n"
+    "{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}"
+)
+
+
+def test_chat_messages_with_an_image(llava: tuple[Any, Any]) -> None:
+    model, processor = llava
+    messages = [
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is it?"}]}
+    ]
+    picture = image(40, 40)
+    processor.chat_template = CHAT_TEMPLATE
+    try:
+        trace = attnscope.capture(
+            model, messages, images=picture, processor=processor, max_new_tokens=2
+        )
+    finally:
+        processor.chat_template = None
+    rendered = "user: <image>What is it?\nassistant:"
+    enc = _processed(processor, rendered, picture)
+    length = enc["input_ids"].shape[1]
+    assert trace.prompt_length == length
+    token = model.config.image_token_index
+    placed = [i for i, t in enumerate(enc["input_ids"][0].tolist()) if t == token]
+    assert list(trace.images[0].positions) == placed
+    prompt = {k: v for k, v in enc.items() if k != "token_type_ids"}
+    assert (
+        np.abs(trace.attention[:, :, :length, :length] - eager_attention(model, prompt)).max()
+        <= 1e-5
+    )
+
+
+def test_chat_messages_need_a_chat_template(llava: tuple[Any, Any]) -> None:
+    model, processor = llava
+    messages = [{"role": "user", "content": [{"type": "image"}]}]
+    with pytest.raises(AttnscopeError, match="need the processor's chat template"):
+        attnscope.capture(model, messages, images=image(8, 8), processor=processor)

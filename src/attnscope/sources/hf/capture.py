@@ -296,13 +296,15 @@ def capture(
         ``do_sample=True`` gives the ids ``model.generate`` gives after the
         same seed.
     images
-        For a vision-language model (LLaVA, Qwen2-VL ...): one image or a list (PIL,
-        numpy or tensors), one per image placeholder in ``text`` (the processor's
-        ``image_token``, e.g. ``"<image>"``). ``trace.images`` then says which tokens
-        show which cell of which image (read from the processor's and config's
-        metadata; where it cannot be read the image tokens stay plain tokens and
-        ``trace.notes`` says why), and :func:`attnscope.image_attention` lays a
-        query's attention on each image's grid.
+        For a vision-language model (LLaVA, LLaVA-NeXT, Qwen2/2.5/3-VL, Idefics3,
+        Gemma 3, InternVL ...): one image or a list (PIL, numpy or tensors), one per
+        image placeholder in ``text`` (the processor's ``image_token``, e.g.
+        ``"<image>"``), or one per ``{"type": "image"}`` entry of chat messages
+        (rendered with the processor's chat template). ``trace.images`` then says
+        which tokens show which cell of which image (read from the processor's and
+        config's metadata; where it cannot be read the image tokens stay plain
+        tokens and ``trace.notes`` says why), and :func:`attnscope.image_attention`
+        lays a query's attention on each image's grid.
     processor
         The model's processor for ``images``; None loads it from the model's
         ``name_or_path``. Given without images, its tokenizer tokenizes ``text``.

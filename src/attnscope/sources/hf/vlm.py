@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from attnscope.errors import AttnscopeError
+from attnscope.sources.hf.chat import is_chat
 from attnscope.sources.hf.checks import check_length, position_limit
 from attnscope.sources.hf.generate import GenerationPlan, check_room
 from attnscope.sources.hf.image_layout import Layout
@@ -125,9 +126,8 @@ def check_placeholders(text: Any, images: Sequence[Any], processor: Any) -> None
     """
     if not isinstance(text, str):
         raise TypeError(
-            f"with images=, text must be one string with the image placeholders; got "
-            f"{type(text).__name__}. Render chat messages first with "
-            "processor.apply_chat_template(messages, tokenize=False)."
+            f"with images=, text must be one string with the image placeholders or chat "
+            f"messages; got {type(text).__name__}."
         )
     token = getattr(processor, "image_token", None)
     if not isinstance(token, str) or not token:
@@ -141,6 +141,40 @@ def check_placeholders(text: Any, images: Sequence[Any], processor: Any) -> None
             f"the text has {found} image placeholder(s) {token!r} but {len(images)} image(s) "
             f"were given; put one {token!r} in the text where each image goes, in order."
         )
+
+
+def render_chat(processor: Any, messages: Sequence[Any], *, generate: bool) -> str:
+    """Chat messages with images as the processor's chat template renders them.
+
+    Image entries of a message's content (``{"type": "image"}``) become the
+    template's image placeholders; the images themselves come from ``images=``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> render_chat(NS(chat_template=None), [{"role": "user", "content": "Hi"}], generate=False)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    attnscope.errors.AttnscopeError: chat messages with images= need the processor's chat ...
+    """
+    if not getattr(processor, "chat_template", None):
+        raise AttnscopeError(
+            "chat messages with images= need the processor's chat template, and "
+            f"{type(processor).__name__} has none; pass the prompt as one string with the "
+            "image placeholders, or a processor with a chat_template."
+        )
+    try:
+        rendered = processor.apply_chat_template(
+            list(messages), tokenize=False, add_generation_prompt=generate
+        )
+    except (TypeError, ValueError, KeyError) as err:
+        raise AttnscopeError(
+            f"the processor's chat template cannot render these messages ({err}); give each "
+            'message a "role" and a "content" list of {"type": "text", "text": ...} and '
+            '{"type": "image"} entries.'
+        ) from None
+    return str(rendered[0] if isinstance(rendered, list) else rendered)
 
 
 def _image_tokens(ids: Sequence[int], token: int) -> list[int]:
@@ -237,6 +271,8 @@ def encode_prompt_with_images(
         raise TypeError("text_pair= is sentence B of a text pair; with images= leave it out.")
     token = image_token_id(model)  # before loading anything: a model that takes no images
     processor = load_processor(model, processor)
+    if is_chat(text):
+        text = render_chat(processor, text, generate=plan is not None)
     check_placeholders(text, found, processor)
     encoded, regions, notes = encode_with_images(model, processor, text, found, token)
     if max_tokens is not None and encoded.length > max_tokens:
