@@ -6,7 +6,8 @@ for the generated tokens), ``top:<stream>:<layer>`` (or
 ``top:<stream>:<layer>:<first row>``, one block of query rows),
 ``attn:<stream>:<layer>:<head>``,
 ``qk:<stream>:<layer>:<head>``, and the analysis chunks ``stats:<stream>`` and
-``pseudo:<stream>:<layer>`` (:mod:`attnscope.encode.analysis_chunks`), where
+``pseudo:<stream>:<layer>`` (:mod:`attnscope.encode.analysis_chunks`), the overview's
+``tile:<stream>:<layer>:<head|mean>:<level>:<row>:<col>`` (:mod:`attnscope.encode.tiles`), where
 ``<layer>`` is the layer's position in the stream. :func:`reply_messages` turns a
 browser request into custom messages of at most about 64 MiB each.
 """
@@ -38,14 +39,23 @@ from attnscope.encode.arrays import (
 from attnscope.encode.from_logits import any_thumbnails, layer_top_keys
 from attnscope.encode.meta import generation_meta, stream_top_block, stream_top_k, thumb_shape
 from attnscope.encode.selection import VIEWS, ViewName, check_views
+from attnscope.encode.tiles import check_tile, tile_arrays
 from attnscope.trace import AttentionStream, AttentionTrace
 
-ChunkKind = Literal["thumbs", "top", "attn", "qk", "stats", "pseudo"]
+ChunkKind = Literal["thumbs", "top", "attn", "qk", "stats", "pseudo", "tile"]
 
 ANALYSIS_KINDS = ("stats", "pseudo")
 """Chunk kinds of one trace's analysis, which a comparison does not offer."""
 
-_PARTS: dict[str, int] = {"thumbs": 2, "top": 3, "attn": 4, "qk": 4, "stats": 2, "pseudo": 3}
+_PARTS: dict[str, int] = {
+    "thumbs": 2,
+    "top": 3,
+    "attn": 4,
+    "qk": 4,
+    "stats": 2,
+    "pseudo": 3,
+    "tile": 7,
+}
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,8 @@ class ChunkKey:
     --------
     >>> ChunkKey("attn", "self", 2, 5).key, ChunkKey("thumbs", "self", first_row=9).key
     ('attn:self:2:5', 'thumbs:self:9')
+    >>> ChunkKey("tile", "self", 1, None, tile=(3, 2, 5)).key
+    'tile:self:1:mean:3:2:5'
     """
 
     kind: ChunkKind
@@ -65,11 +77,16 @@ class ChunkKey:
     first_row: int | None = field(default=None, repr=False)  # keeps the repr of other keys
     """Thumbnails and top keys only: the first query row covered (thumbnails: the
     prompt's length, for generated rows; top keys: the first row of one block)."""
+    tile: tuple[int, int, int] | None = field(default=None, repr=False)
+    """Overview tiles only: (level, row, col); ``head`` None is the layer mean."""
 
     @property
     def key(self) -> str:
         """The key as the browser writes it."""
         parts = [self.kind, self.stream]
+        if self.tile is not None:
+            head = "mean" if self.head is None else str(self.head)
+            return ":".join([*parts, str(self.layer), head, *map(str, self.tile)])
         parts += [str(p) for p in (self.layer, self.head) if p is not None]
         if self.first_row is not None:
             parts.append(str(self.first_row))
@@ -101,6 +118,8 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
         return _parse_row_thumbs(parts, key, trace)
     if kind == "top" and len(parts) == _PARTS[kind] + 1:
         return _parse_top_block(parts, key, trace)
+    if kind == "tile" and len(parts) == _PARTS[kind]:
+        return _parse_tile(parts, key, trace)
     if kind == "pseudo" and len(parts) == _PARTS[kind] + 1:
         return _parse_query_rollout(parts, key, trace)
     if len(parts) != _PARTS[kind]:
@@ -110,6 +129,7 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
             "attn": "attn:<stream>:<layer>:<head>",
             "qk": "qk:<stream>:<layer>:<head>",
             "stats": "stats:<stream>",
+            "tile": "tile:<stream>:<layer>:<head|mean>:<level>:<row>:<col>",
             "pseudo": "pseudo:<stream>:<layer> or pseudo:<stream>:<layer>:<query>",
         }[kind]
         raise ValueError(f"malformed key {key!r}; expected {shape}.")
@@ -168,6 +188,21 @@ def _parse_query_rollout(parts: list[str], key: str, trace: AttentionTrace) -> C
     return ChunkKey("pseudo", parts[1], layer, first_row=query)
 
 
+def _parse_tile(parts: list[str], key: str, trace: AttentionTrace) -> ChunkKey:
+    stream = _stream(parts[1], trace)
+    layer = _index(parts[2], key)
+    _check_layer(layer, parts[1], stream.num_layers)
+    head = None if parts[3] == "mean" else _index(parts[3], key)
+    if head is not None and not head < stream.num_heads:
+        raise ValueError(
+            f"head {head} in {key!r} is out of range: stream {parts[1]!r} has "
+            f"{stream.num_heads} heads (0..{stream.num_heads - 1}, or 'mean')."
+        )
+    level, row, col = (_index(p, key) for p in parts[4:])
+    check_tile(stream, level, row, col, key)
+    return ChunkKey("tile", parts[1], layer, head, tile=(level, row, col))
+
+
 def _stream(name: str, trace: AttentionTrace) -> AttentionStream:
     stream = trace.streams.get(name)
     if stream is None:
@@ -216,6 +251,8 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
     if key.kind == "stats":
         return stats_arrays(trace, key.stream)
     assert key.layer is not None
+    if key.tile is not None:
+        return tile_arrays(stream, key.layer, key.head, key.tile)
     if key.kind == "pseudo" and key.first_row is not None:
         return query_rollout_arrays(stream, key.layer, key.first_row, stream_top_k(stream))
     if key.kind == "pseudo":

@@ -108,6 +108,11 @@ class ComparisonChunks:
                 f"{key!r}: a comparison's top keys come a whole layer at a time; ask for "
                 f"{side}/top:{parsed.stream}:{parsed.layer}."
             )
+        if parsed.kind == "tile":
+            raise ValueError(
+                f"{key!r}: a comparison has no overview tiles; show each trace on its own "
+                "(attnscope.AttentionWidget(trace)) for its overview."
+            )
         if side == "diff" and parsed.kind == "qk":
             raise ValueError(
                 f"{key!r}: A − B has no query/key vectors; ask for a/{rest} and b/{rest}."
