@@ -1,4 +1,4 @@
-"""capture(..., images=...) on a tiny random Idefics3: images split into tiles plus an overview."""
+"""capture(..., images=...) on tiny random Idefics3 and SmolVLM: tiles plus an overview."""
 
 from __future__ import annotations
 
@@ -45,9 +45,10 @@ def _tiles_by_hand(
     return tiles, overview
 
 
+@pytest.mark.parametrize("family", ["idefics3", "smolvlm"])
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_idefics3_tiles_grid_and_attention(idefics3: tuple[Any, Any], shape: str) -> None:
-    model, processor = idefics3
+def test_idefics3_tiles_grid_and_attention(family: str, shape: str) -> None:
+    model, processor = getattr(vlm_models, family)()
     picture = image(*SHAPES[shape])
     trace = attnscope.capture(model, TEXT["idefics3"], images=picture, processor=processor)
     enc = _processed(processor, picture)

