@@ -76,7 +76,15 @@ function load(model) {
   }
   return shared[KEY];
 }
+// jupyterlab-manager keeps a closed widget's model until the page reloads (a kernel signal
+// holds its comm): let go of its large state when it closes.
+const RELEASED = ["%(trait)s", "_saved", "_meta"];
 export default {
+  initialize({ model }) {
+    model.on("destroy", () => {
+      for (const name of RELEASED) model.set(name, null, { silent: true });
+    });
+  },
   async render(props) {
     const widget = await load(props.model);
     return widget.render(props);

@@ -28,11 +28,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
 WIDGETS = 30
 TOKENS = 24
 BUNDLE_SCRIPT = 20_000  # characters: the widget module is ~1 KB, the bundle ~90 KB
-# What a closed widget may leave in the tab. Measured here after the fix: 0.25 MB, nearly
-# all of it the widget's model, which @jupyter-widgets/jupyterlab-manager keeps after the
-# comm closes (a kernel signal connection holds it). Before the fix: 0.45 MB, the bundle
-# compiled once per widget.
-CLOSED_WIDGET_BYTES = 0.35 * 2**20
+# What a closed widget may leave in the tab. Measured here: 0.17 MB, most of it the model,
+# which @jupyter-widgets/jupyterlab-manager keeps after the comm closes (a kernel signal
+# connection holds it; the widget module empties its large traits when it closes). Before:
+# 0.45 MB, the bundle compiled once per widget and each closed model's state kept whole.
+CLOSED_WIDGET_BYTES = 0.3 * 2**20
 
 HEAD_VIEW = '[data-testid="head-view"]'
 SETUP = f"""
