@@ -276,3 +276,20 @@ def test_chat_messages_need_a_chat_template(llava: tuple[Any, Any]) -> None:
     messages = [{"role": "user", "content": [{"type": "image"}]}]
     with pytest.raises(AttnscopeError, match="need the processor's chat template"):
         attnscope.capture(model, messages, images=image(8, 8), processor=processor)
+
+
+def test_pil_numpy_and_tensor_images_give_one_trace(llava: tuple[Any, Any]) -> None:
+    from PIL import Image
+
+    model, processor = llava
+    array = image(40, 60)
+    as_pil = attnscope.capture(
+        model, TEXT["llava"], images=Image.fromarray(array), processor=processor
+    )
+    as_numpy = attnscope.capture(model, TEXT["llava"], images=[array], processor=processor)
+    as_tensor = attnscope.capture(
+        model, TEXT["llava"], images=torch.from_numpy(array).permute(2, 0, 1), processor=processor
+    )
+    for other in (as_numpy, as_tensor):
+        np.testing.assert_allclose(other.attention, as_pil.attention, atol=1e-6)
+        np.testing.assert_array_equal(other.images[0].pixels, as_pil.images[0].pixels)
