@@ -149,8 +149,13 @@ CAUSAL_CHECK_ROWS = 1024
 """Query rows compared at a time when checking a mask is plainly causal (bounds its memory)."""
 
 
-def _is_plain_causal(blocked: torch.Tensor | None, folded: torch.Tensor | None) -> bool:
+def _is_plain_causal(
+    blocked: torch.Tensor | None, folded: torch.Tensor | None, *, attend: bool = False
+) -> bool:
     """True for a split mask that hides exactly the future keys (no padding, window, bias).
+
+    With ``attend`` the mask is sdpa's boolean one (True = attend), read as
+    it is: no inverted copy of an N² mask is made to check it.
 
     Examples
     --------
@@ -158,6 +163,8 @@ def _is_plain_causal(blocked: torch.Tensor | None, folded: torch.Tensor | None) 
     >>> future = torch.ones(3, 3, dtype=torch.bool).triu(1)[None, None]
     >>> _is_plain_causal(future, None), _is_plain_causal(~future, None)
     (True, False)
+    >>> _is_plain_causal(~future, None, attend=True)
+    True
     """
     if blocked is None or folded is not None or blocked.shape[0] != 1 or blocked.shape[1] != 1:
         return False
@@ -167,7 +174,8 @@ def _is_plain_causal(blocked: torch.Tensor | None, folded: torch.Tensor | None) 
     keys = torch.arange(k_len, device=blocked.device)
     for start in range(0, q_len, CAUSAL_CHECK_ROWS):
         rows = torch.arange(start, min(start + CAUSAL_CHECK_ROWS, q_len), device=blocked.device)
-        if not torch.equal(blocked[0, 0, rows], keys[None, :] > rows[:, None]):
+        hidden = keys[None, :] > rows[:, None]
+        if not torch.equal(blocked[0, 0, rows], ~hidden if attend else hidden):
             return False
     return True
 
@@ -335,6 +343,8 @@ class Recorder:
         if key not in self._causal:  # layers share one mask tensor: check it once
             if mask.shape[0] != 1:
                 self._causal[key] = False
+            elif mask.dtype == torch.bool:  # sdpa's mask, read as it is
+                self._causal[key] = _is_plain_causal(mask, None, attend=True)
             else:
                 blocked, folded = self._split_mask(mask, int(mask.shape[-1]))
                 whole = None if blocked is None else blocked[None]
@@ -431,7 +441,12 @@ class Recorder:
         if out is None:
             out, _ = eager_in_blocks(eager, call, args, kwargs)
             why = self.rejected
-        blocked, folded = self._split_mask(attention_mask, key.shape[-2])
+        # A plain causal mask is kept as a rule (the flag below), never as an N² copy.
+        causal = attention_mask is not None and attention_mask.shape[-1] == key.shape[-2]
+        causal = causal and self._for_sdpa(attention_mask)[1]
+        blocked, folded = (
+            (None, None) if causal else self._split_mask(attention_mask, key.shape[-2])
+        )
         bias = kwargs.get("position_bias")
         if bias is not None:
             bias = bias[0, ..., : key.shape[-2]]
@@ -452,7 +467,7 @@ class Recorder:
                 reference_rows=rows,
                 reference=reference[0].float(),
                 eager_why=why,
-                causal=self._for_sdpa(attention_mask)[1],
+                causal=causal,
             )
         )
         return out, None

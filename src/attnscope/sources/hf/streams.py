@@ -27,7 +27,7 @@ from attnscope.errors import AttnscopeError
 from attnscope.sources.hf.layer_groups import Axis, Calls, group_layers
 from attnscope.sources.hf.recorder import AttentionCall, reference_rows
 from attnscope.trace import AttentionStream, BoolArray, FloatArray, Side
-from attnscope.trace.key_spans import spans_from_blocked
+from attnscope.trace.key_spans import blocked_from_spans, spans_from_blocked
 
 
 def _numpy(tensor: torch.Tensor) -> FloatArray:
@@ -197,17 +197,16 @@ def _spans(
 ) -> np.ndarray[Any, Any] | None:
     """Per-layer key spans ``(layers or 1, q, 2)`` of shared masks; None if one is no rule.
 
-    A mask the recorder found plainly causal (``causal``) is not read again:
-    query ``i`` sees keys ``0 .. i`` (a pass over an N² mask is seconds at 8192 tokens).
+    A layer the recorder found plainly causal (``causal``, its mask not kept)
+    gets its spans from the rule: kept query ``r`` sees the kept keys up to
+    position ``r`` (a pass over an N² mask is seconds at 8192 tokens).
     """
     rows, cols = trim
     found: dict[int, np.ndarray[Any, Any] | None] = {}
     spans = []
-    plain = rows is None and cols is None and q_len == k_len
     for mask, rule in zip(masks, causal, strict=True):
-        if rule and plain:
-            stops = np.arange(1, q_len + 1, dtype=np.int32)
-            spans.append(np.stack([np.zeros_like(stops), stops], axis=-1))
+        if rule:
+            spans.append(causal_spans(trim, q_len, k_len))
             continue
         if mask is None:
             spans.append(np.tile(np.array([[0, k_len]], np.int32), (q_len, 1)))
@@ -224,6 +223,25 @@ def _spans(
     if all(np.array_equal(s, spans[0]) for s in spans[1:]):
         return spans[0][None]
     return np.stack(spans)
+
+
+def causal_spans(
+    trim: tuple[list[int] | None, list[int] | None], q_len: int, k_len: int
+) -> np.ndarray[Any, Any]:
+    """``(q_len, 2)`` spans of a causal mask over the kept query and key positions.
+
+    Examples
+    --------
+    >>> causal_spans((None, None), 3, 3).tolist()
+    [[0, 1], [0, 2], [0, 3]]
+    >>> causal_spans(([1, 2], [1, 2]), 2, 2).tolist()  # position 0 dropped
+    [[0, 1], [0, 2]]
+    """
+    rows, cols = trim
+    queries = np.arange(q_len) if rows is None else np.asarray(rows)
+    keys = np.arange(k_len) if cols is None else np.asarray(cols)
+    stops = np.searchsorted(keys, queries, side="right").astype(np.int32)
+    return np.stack([np.zeros_like(stops), stops], axis=-1)
 
 
 def _reference(
@@ -299,7 +317,14 @@ def build_stream(
     key_spans = _spans(masks, (rows, cols), q_len, k_len, [c.causal for c in records])
     mask = None
     if key_spans is None:
-        picked = [None if m is None else _pick(m, rows, cols) for m in masks]
+        picked = [
+            blocked_from_spans(causal_spans((rows, cols), q_len, k_len), k_len)[None]
+            if c.causal
+            else None
+            if m is None
+            else _pick(m, rows, cols)
+            for c, m in zip(records, masks, strict=True)
+        ]
         stacked = _stack_terms(picked, heads, q_len, k_len, False)
         mask = None if stacked is None else stacked.numpy()
     elif np.all(key_spans == np.array([0, k_len])):
