@@ -1,4 +1,4 @@
-"""capture(..., images=...) on a tiny random Gemma 3: pooled image tokens attending both ways."""
+"""capture(..., images=...) on tiny random Gemma 3 and PaliGemma: images attending both ways."""
 
 from __future__ import annotations
 
@@ -74,3 +74,25 @@ def test_gemma3_generated_rows_are_what_each_step_computed(gemma3: tuple[Any, An
     assert trace.generated_ids == ids
     n = len(trace.tokens)
     assert np.abs(trace.attention[:, :, n - steps : n - 1] - rows).max() <= 1e-5
+
+
+def test_paligemma_grid_prefix_and_generation() -> None:
+    model, processor = vlm_models.paligemma()
+    picture = image(30, 70)
+    enc = processor(text=TEXT["paligemma"], images=picture, return_tensors="pt")
+    enc.pop("labels")
+    trace = attnscope.capture(model, TEXT["paligemma"], images=picture, processor=processor)
+    assert np.abs(trace.attention - eager_attention(model, enc)).max() <= 1e-5
+    [region] = trace.images
+    assert region.grid == (4, 4)  # SigLIP: 32 / 8 patches a side, as many tokens
+    assert list(region.positions) == list(range(16))  # the image comes first
+    assert trace.attention[0, 0, 0, -1] > 0  # the prefix attends both ways
+    # generated tokens are the causal suffix (token type 1), as in PaliGemma's own generate
+    steps = 4
+    generated = attnscope.capture(
+        model, TEXT["paligemma"], images=picture, processor=processor, max_new_tokens=steps
+    )
+    ids, rows = vlm_models.stepwise_rows(model, enc, steps)
+    assert generated.generated_ids == ids
+    n = len(generated.tokens)
+    assert np.abs(generated.attention[:, :, n - steps : n - 1] - rows).max() <= 1e-5

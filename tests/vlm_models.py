@@ -25,6 +25,7 @@ TEXT = {
     "gemma3": "Look <start_of_image> at it",
     "llava_next": "Look <image> at it",
     "internvl": "Look <IMG_CONTEXT> at it",
+    "paligemma": "<image>Look at it",
 }
 TEXT_CONFIG = {
     "hidden_size": 32,
@@ -294,6 +295,30 @@ def smolvlm() -> tuple[Any, Any]:
     )
     torch.manual_seed(0)
     return SmolVLMForConditionalGeneration(config).eval(), processor
+
+
+@lru_cache(maxsize=1)
+def paligemma() -> tuple[Any, Any]:
+    """(model, processor): SigLIP 32 x 32 images in 8-px patches, 16 image tokens first.
+
+    Image and prompt form a bidirectional prefix; generated tokens form the causal suffix.
+    """
+    from transformers import PaliGemmaConfig, PaliGemmaForConditionalGeneration, PaliGemmaProcessor
+    from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
+
+    tok = _tokenizer(["<image>"])
+    tok.bos_token = "[CLS]"  # the processor puts it between the image and the text
+    image_processor = SiglipImageProcessorPil(size={"height": 32, "width": 32})
+    image_processor.image_seq_length = 16
+    processor = PaliGemmaProcessor(image_processor=image_processor, tokenizer=tok)
+    config = PaliGemmaConfig(
+        vision_config={**VISION_CONFIG, "model_type": "siglip_vision_model"},
+        text_config={"model_type": "gemma", "vocab_size": len(tok), "head_dim": 8, **TEXT_CONFIG},
+        image_token_id=tok.convert_tokens_to_ids("<image>"),
+        projection_dim=32,
+    )
+    torch.manual_seed(0)
+    return PaliGemmaForConditionalGeneration(config).eval(), processor
 
 
 @lru_cache(maxsize=1)

@@ -191,7 +191,11 @@ def _seeded(seed: int | None, device: torch.device) -> Iterator[None]:
 
 # -- issue 25: images in the prompt -------------------------------------------------
 _TEXT_INPUTS = ("input_ids", "attention_mask")
-_PER_TOKEN = ("mm_token_type_ids", "token_type_ids")  # Gemma 3 marks image tokens in the latter
+_PER_TOKEN = ("mm_token_type_ids", "moe_mm_token_type_ids", "token_type_ids")
+# What generate gives generated tokens (transformers' _update_model_kwargs_for_generation):
+# multimodal types 0 (text), token_type_ids the prompt's last value, except where a model
+# says otherwise (PaliGemma: 1, its causal suffix).
+_GENERATED_TYPE = {("paligemma", "token_type_ids"): 1}
 
 
 def _image_inputs(prompt: Encoded, model: Any) -> dict[str, torch.Tensor]:
@@ -203,19 +207,27 @@ def _image_inputs(prompt: Encoded, model: Any) -> dict[str, torch.Tensor]:
     return {k: v.to(model.dtype) if v.is_floating_point() else v for k, v in found.items()}
 
 
-def _extended(images: Mapping[str, torch.Tensor], length: int) -> dict[str, torch.Tensor]:
-    """The image inputs for prompt + generated ids: per-token types get 0 (text) after the prompt.
+def _extended(
+    images: Mapping[str, torch.Tensor], length: int, model_type: str = ""
+) -> dict[str, torch.Tensor]:
+    """The image inputs for prompt + generated ids, per-token types as generate extends them.
 
     Examples
     --------
-    >>> _extended({"mm_token_type_ids": torch.tensor([[0, 1]])}, 4)["mm_token_type_ids"].tolist()
-    [[0, 1, 0, 0]]
+    >>> types = {"mm_token_type_ids": torch.tensor([[0, 1]]),
+    ...          "token_type_ids": torch.tensor([[1, 0]])}
+    >>> {k: v.tolist() for k, v in _extended(types, 4).items()}
+    {'mm_token_type_ids': [[0, 1, 0, 0]], 'token_type_ids': [[1, 0, 0, 0]]}
+    >>> _extended({"token_type_ids": torch.tensor([[0, 0]])}, 3, "paligemma")["token_type_ids"]
+    tensor([[0, 0, 1]])
     """
     out = dict(images)
     for key in _PER_TOKEN:
         if key in out:
             value = out[key]
-            out[key] = torch.cat([value, value.new_zeros(1, length - value.shape[1])], dim=1)
+            last = int(value[0, -1]) if key == "token_type_ids" else 0
+            fill = _GENERATED_TYPE.get((model_type, key), last)
+            out[key] = torch.cat([value, value.new_full((1, length - value.shape[1]), fill)], dim=1)
     return out
 
 
@@ -280,7 +292,7 @@ def generate_continuation(
         [0] * len(before) + [1] * len(after),
     )
     inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-    inputs.update(_extended(images, len(tokens)))
+    inputs.update(_extended(images, len(tokens), str(model.config.model_type)))
     record = {
         "prompt_length": int(length),
         "generated_ids": new_ids,

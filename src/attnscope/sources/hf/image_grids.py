@@ -1,4 +1,4 @@
-"""Layout readers for models that give each image one grid: LLaVA, Qwen-VL, Gemma 3."""
+"""Layout readers for models that give each image one grid: LLaVA, Qwen-VL, Gemma 3, PaliGemma."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from attnscope.sources.hf.image_layout import Layout, setting
+from attnscope.sources.hf.image_layout import Layout, first, setting
 from attnscope.sources.hf.image_pixels import qwen_patches_to_chw, to_picture
 
 
@@ -113,6 +113,33 @@ def gemma3(
     pixels = encoding["pixel_values"].float().numpy()
     if getattr(processor.image_processor, "do_pan_and_scan", False) or len(pixels) != len(images):
         return "pan and scan crops images into several views, which attnscope cannot place yet"
+    picture = processor.image_processor
+    return [
+        Layout(tokens, (side, side), list(range(tokens)), to_picture(picture, p)) for p in pixels
+    ]
+
+
+def paligemma(
+    model: Any, processor: Any, encoding: Mapping[str, Any], images: Sequence[Any]
+) -> list[Layout] | str:
+    """PaliGemma: one SigLIP grid per image, its image tokens before the text.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS  # settings missing: the reason
+    >>> paligemma(NS(config=NS()), NS(image_processor=NS()), {}, [])
+    'the config or processor does not say image_size, patch_size and image_seq_length'
+    """
+    vision = getattr(model.config, "vision_config", None)
+    size = first(getattr(vision, "image_size", None))
+    patch = first(getattr(vision, "patch_size", None))
+    tokens = setting(getattr(processor, "image_seq_length", None))
+    if size is None or patch is None or tokens is None:
+        return "the config or processor does not say image_size, patch_size and image_seq_length"
+    side = size // patch
+    if side * side != tokens:
+        return f"the processor gives {tokens} tokens per image but the model makes {side * side}"
+    pixels = encoding["pixel_values"].float().numpy()
     picture = processor.image_processor
     return [
         Layout(tokens, (side, side), list(range(tokens)), to_picture(picture, p)) for p in pixels

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from attnscope.sources.hf.image_grids import gemma3, llava, qwen2_vl
+from attnscope.sources.hf.image_grids import gemma3, llava, paligemma, qwen2_vl
 from attnscope.sources.hf.image_layout import Layout, Reader
 from attnscope.sources.hf.image_tiles import idefics3, internvl, llava_next
 
@@ -14,6 +14,7 @@ READERS: dict[str, Reader] = {
     "gemma3": gemma3,
     "llava": llava,
     "llava_next": llava_next,
+    "paligemma": paligemma,
     "qwen2_vl": qwen2_vl,
     "qwen2_5_vl": qwen2_vl,
     "qwen3_vl": qwen2_vl,

@@ -247,7 +247,8 @@ def encode_with_images(
     keep = [i for i in range(len(ids)) if mask is None or int(mask[0, i])]
     if len(keep) != len(ids):
         raise AttnscopeError("the processor padded a single prompt; pass padding=False to it.")
-    inputs = {k: v for k, v in encoding.items() if isinstance(v, torch.Tensor)}
+    # PaliGemma's processor adds training labels: the forward would compute a loss from them
+    inputs = {k: v for k, v in encoding.items() if isinstance(v, torch.Tensor) and k != "labels"}
     return Encoded(inputs, tokens, keep, len(ids), len(ids)), regions, notes
 
 
