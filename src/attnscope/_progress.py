@@ -86,6 +86,45 @@ def _text_bar() -> type[Any]:
     return _delayed(tqdm)
 
 
+_emptied: list[tuple[Any, str | None]] = []
+"""Display handles of closed notebook bars, with the request (cell run) that showed them."""
+
+
+def take_emptied_output() -> Any | None:
+    """The display handle of a bar the running cell showed and closed, or None; taken once.
+
+    A closed bar's output stays in the cell with no data (Jupyter has no way
+    to remove one output): a widget shown next by the same cell run updates
+    that output instead of adding its own, so a capture followed by its
+    widget leaves one output, the widget.
+
+    Examples
+    --------
+    >>> take_emptied_output() is None  # no kernel, no bar
+    True
+    """
+    running = _running_request()
+    found = None
+    while _emptied:
+        handle, request = _emptied.pop(0)
+        if request is not None and request == running and found is None:
+            found = handle
+    return found
+
+
+def _running_request() -> str | None:
+    """The id of the kernel request being handled (one per cell run), or None."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    kernel = getattr(shell, "kernel", None)
+    if kernel is None:
+        return None
+    request = ((kernel.get_parent() or {}).get("header") or {}).get("msg_id")
+    return request if isinstance(request, str) else None
+
+
 def _in_notebook_kernel() -> bool:
     """True inside a Jupyter kernel with ipywidgets (where tqdm would draw a widget)."""
     import sys
@@ -128,9 +167,11 @@ def _cell_bar() -> type[Any]:
                 return
             text_bar.close(self)
             if self.handle is not None:
-                # An output with no data at all: the notebook draws nothing for it (an
-                # empty text/plain would keep a blank output row in the cell).
+                # An output with no data at all: the notebook draws no text for it (an
+                # empty text/plain would keep a blank row), and a widget this cell shows
+                # next takes its place (take_emptied_output).
                 self.handle.update({}, raw=True)
+                _emptied.append((self.handle, _running_request()))
             self.container.close()
 
     return CellBar

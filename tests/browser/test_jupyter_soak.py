@@ -141,3 +141,39 @@ def test_thirty_widgets_shown_and_cleared_leave_the_tab_and_kernel_flat(
     assert closed - start < WIDGETS * CLOSED_WIDGET_BYTES, (
         f"{WIDGETS} cleared and closed widgets left {(closed - start) / mb:.1f} MB in the tab"
     )
+
+
+_OUTPUTS = """(index) => {
+    const cell = window.jupyterapp.shell.currentWidget.content.widgets[index];
+    const area = cell.outputArea.node;
+    return {data: cell.model.outputs.toJSON().map((o) => Object.keys(o.data || {})),
+            drawn: [...area.children].filter((c) => !c.classList.contains(
+                "jp-OutputArea-promptOverlay")).map((c) => c.offsetHeight)};
+}"""
+BAR = """
+from attnscope import _progress
+_progress.DELAY = 0.0  # counts as long work: the bar is drawn
+with _progress.progress(3, "work") as bar:
+    bar.update(3)
+    bar.refresh()
+"""
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def test_a_finished_progress_bar_leaves_no_output_of_its_own(
+    lab: JupyterPage, notebook: str
+) -> None:
+    lab.open(notebook)
+    lab.run_all()
+    alone = lab.page.evaluate(_OUTPUTS, lab.run_code(BAR))
+    # (the snapshot a widget's display writes is quick work again: it draws no bar)
+    index = lab.run_code(BAR + "_progress.DELAY = 2.0\nshown.append(show_head_view(trace(0)))")
+    lab.page.wait_for_function(_READY_VIEWS, arg=1, timeout=60_000)
+    with_widget = lab.page.evaluate(_OUTPUTS, index)
+    print(f"\nbar alone: {alone}; bar, then a widget: {with_widget}")
+    # Jupyter cannot remove an output: the bar's is left with no data, drawn 0 px high ...
+    assert alone == {"data": [[]], "drawn": [0]}
+    # ... and a widget the cell shows next takes its place: one output, the widget.
+    assert len(with_widget["data"]) == 1
+    assert WIDGET_VIEW in with_widget["data"][0]
+    assert with_widget["drawn"][0] > 0

@@ -14,6 +14,7 @@ from typing import Any
 import anywidget
 import traitlets as t
 
+from attnscope._progress import take_emptied_output
 from attnscope._static import static_text, widget_module
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.analysis.statistics import STATISTICS
@@ -313,7 +314,11 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         bundle = self._repr_mimebundle_()
         if bundle is not None:
             data, metadata = bundle
-            display(data, metadata=metadata, raw=True)  # type: ignore[no-untyped-call]
+            emptied = take_emptied_output()  # a capture's closed bar: take its place
+            if emptied is not None:
+                emptied.update(data, metadata=metadata, raw=True)
+            else:
+                display(data, metadata=metadata, raw=True)  # type: ignore[no-untyped-call]
             close_when_cell_reruns(self, kernel_shell())
 
     def __repr__(self) -> str:
