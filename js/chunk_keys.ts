@@ -23,6 +23,10 @@ export const sideKey = (side: string, key: string): string => `${side}/${key}`;
 /** Every head statistic of every layer (model view badges and ranking). */
 export const statsKey = (stream: string): string => `stats:${stream}`;
 
+/** One overview tile (docs/protocol.md, "Overview tiles"): a head, or "mean" of the layer's heads, at zoom `level`. */
+export const tileKey = (stream: string, layer: number, head: number | "mean", level: number, row: number, col: number): string =>
+  `tile:${stream}:${layer}:${head}:${level}:${row}:${col}`;
+
 /** One layer's pseudo-heads (mean of heads, rollout), in the `top:` format (head view). */
 export const pseudoKey = (stream: string, layer: number): string => `pseudo:${stream}:${layer}`;
 

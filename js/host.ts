@@ -1,7 +1,9 @@
 // In-page model host for the exported page: the part of anywidget's model API the
 // binding uses, over the saved state, answering chunk requests from the embedded,
 // compressed chunks.
+import { qkKey } from "./chunk_keys";
 import { attnFromQk, topFromQk } from "./derive";
+import { parseTileKey, tileFromQk } from "./derive_tiles";
 import { decodeEmbedded, type EmbeddedChunk } from "./saved";
 import type { ModelHost, WidgetTraits } from "./traits";
 import type { Chunk, Meta, StreamMeta } from "./types";
@@ -49,6 +51,7 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
     const meta = values.get("_meta") as Meta | undefined;
     const [kind, stream = "", layer = "", last] = key.split(":");
     const sm = meta?.streams[stream];
+    if (sm && kind === "tile") return deriveTile(key, sm);
     if (!sm || (kind !== "top" && kind !== "attn")) return null;
     // top:<s>:<l>:<first row> is a block of the head view's rows (the page's _meta offers them).
     const block = kind === "top" && last !== undefined ? blockRows(Number(last), sm) : undefined;
@@ -74,6 +77,20 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
       } catch (err) {
         return { key, arrays: {}, error: `could not compute from q and k: ${(err as Error).message}` };
       }
+    });
+  }
+
+  /** An overview tile from the q/k of its heads (protocol.md, "Overview tiles"), or null without them. */
+  function deriveTile(key: string, sm: StreamMeta): Promise<Chunk> | null {
+    const place = parseTileKey(key, sm);
+    const sources = place?.heads.map((h) => qkKey(key.split(":")[1] ?? "", place.layer, h)) ?? [];
+    if (!sources.length || !sources.every((k) => chunks[k] && !chunks[k]?.error)) return null;
+    return Promise.all(sources.map(decode)).then((qks) => {
+      const bad = qks.find((c) => c.error);
+      if (bad) return { key, arrays: {}, error: `q and k of head ${bad.key.split(":")[3] ?? ""}: ${bad.error ?? ""}` };
+      const c = tileFromQk(key, qks, sm);
+      decoded.set(key, c);
+      return c;
     });
   }
 

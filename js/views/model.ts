@@ -17,6 +17,7 @@ import { divergenceNote, gridOrder, gridOrderSelect, signedThumbnails } from "./
 import { divergingLut } from "./compare_colors";
 import { AXIS_LEFT, AXIS_TOP, drawPreview as paintPreview, MAP } from "./model_preview";
 import { cellNumbers, layerRanking, paintBadges, rankSelect, statValues } from "./model_stats";
+import { mountOverview } from "./overview";
 
 const PREVIEW_W = AXIS_LEFT + MAP + 4;
 const HOVER_FETCH_MS = 120;
@@ -64,6 +65,8 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   wrap.append(canvas, preview);
   view.append(bar, status, wrap);
   root.append(view);
+  // The whole N × N of one head, zoomable (a comparison's sides have no tiles).
+  const unOverview = ctx.side ? () => undefined : mountOverview(ctx, view);
 
   const stream = () => streamOf(meta, store.get().stream);
   let theme: ThemeColors = readTheme(root, store.get().resolved_theme === "dark");
@@ -303,6 +306,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
     unsub();
     unResize();
     unSave();
+    unOverview();
     L.clear();
     view.remove();
   };

@@ -27,7 +27,7 @@ TILE = 256
 TILE_SAMPLE = 16
 """Most queries of a cell row that a tile pools (evenly spaced); all when a cell has fewer."""
 
-TILE_SCORES = 1 << 26
+TILE_SCORES = 1 << 25
 """Most weights one tile computes: fewer queries are sampled per cell row past it."""
 
 

@@ -1,0 +1,57 @@
+// Overview tiles computed in the page from q and k (docs/protocol.md, "Overview tiles"):
+// the `tile:` chunk Python sends, with fewer queries sampled per cell row
+// (DERIVE_TILE_WEIGHTS a tile), so a tile of 32768 tokens takes about a second.
+import { qkParts, rowWeights } from "./derive";
+import type { Chunk, StreamMeta } from "./types";
+import { spanAt, TILE } from "./views/overview_geometry";
+
+/** Most weights the page computes for one tile (Python: 2^25). */
+export const DERIVE_TILE_WEIGHTS = 2 ** 24;
+const DECADES = 6;
+
+/** A tile key's parts, or null when it names no tile of `sm`. */
+export function parseTileKey(key: string, sm: StreamMeta): { layer: number; heads: number[]; level: number; row: number; col: number } | null {
+  const [kind, , layer, head, ...place] = key.split(":");
+  if (kind !== "tile" || place.length !== 3) return null;
+  const [level, row, col] = place.map(Number) as [number, number, number];
+  const heads = head === "mean" ? Array.from({ length: sm.num_heads }, (_, h) => h) : [Number(head)];
+  const ok = [Number(layer), level, row, col, ...heads].every((x) => Number.isInteger(x) && x >= 0);
+  return ok && heads.every((h) => h < sm.num_heads) ? { layer: Number(layer), heads, level, row, col } : null;
+}
+
+/** A weight as a tile byte: 0 for 0, else 255 + 254/6 · log10(w), at least 1. */
+export const tileByte = (w: number): number => (w > 0 ? Math.max(1, Math.min(255, Math.round(255 + (254 / DECADES) * Math.log10(Math.min(w, 1))))) : 0);
+
+/** The tile `key` names, from the `qk:` chunks of its heads (one, or every head for the mean). */
+export function tileFromQk(key: string, qks: Chunk[], sm: StreamMeta): Chunk {
+  const place = parseTileKey(key, sm);
+  if (!place) throw new Error(`${key} names no tile`);
+  const parts = qks.map(qkParts);
+  const { q_len: Q, k_len: K } = sm;
+  const span = spanAt(Q, K, place.level), cover = TILE * span;
+  const q0 = place.row * cover, k0 = place.col * cover;
+  const q1 = Math.min(Q, q0 + cover), k1 = Math.min(K, k0 + cover);
+  const sample = Math.max(1, Math.min(span, 16, Math.floor(DERIVE_TILE_WEIGHTS / (TILE * K * parts.length))));
+  const pooled = new Float64Array(TILE * TILE);
+  const w = new Float64Array(K), sum = new Float64Array(K), score = new Float64Array(K), masked = new Uint8Array(K);
+  for (let i = 0; i < TILE; i++) {
+    const first = q0 + i * span, n = Math.min(q1, first + span) - first;
+    if (n <= 0) break;
+    const m = Math.min(n, sample);
+    for (let s = 0; s < m; s++) {
+      const query = first + Math.floor((s * n) / m);
+      sum.fill(0);
+      for (const p of parts) {
+        rowWeights(p, query, w, score, masked);
+        for (let j = k0; j < k1; j++) sum[j] = (sum[j] as number) + (w[j] as number);
+      }
+      for (let j = k0; j < k1; j++) {
+        const at = i * TILE + Math.floor((j - k0) / span), v = (sum[j] as number) / parts.length;
+        if (v > (pooled[at] as number)) pooled[at] = v;
+      }
+    }
+  }
+  const tile = new Uint8Array(TILE * TILE);
+  for (let i = 0; i < tile.length; i++) tile[i] = tileByte(pooled[i] as number);
+  return { key, arrays: { tile: { dtype: "u8", shape: [TILE, TILE], data: tile } } };
+}
