@@ -73,6 +73,8 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   let steps: StepControl | null = null;
   /** A comparison's signed lines keep the weight scale; a long input opens on the row scale (said in the legend). */
   const openingScale = (): LineScale => (signed ? "weight" : defaultLineScale(stream().k_len));
+  /** The view opens scrolled to a locked query (set before it was mounted). */
+  let revealPending = st().query != null;
   let scale: LineScale = openingScale();
   /** The scale is the view's own choice (not the reader's): it follows the stream, and the legend says why. */
   let chosen = true;
@@ -220,6 +222,14 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     const t0 = performance.now();
     const width = widthOf(viewport);
     if (!width) return false; // the scheduler tries again next frame, watchResize once it has a width
+    if (revealPending) {
+      // Opened on a locked query (a click in a long input's model-view cell): scroll to it first.
+      revealPending = false;
+      const pre = layout(width);
+      viewport.style.height = `${pre.height}px`;
+      body.style.height = `${pre.rows * ROW}px`;
+      reveal(rowOf(display.wordsQ, st().query));
+    }
     const g = layout(width);
     const s = st();
     loadRows(g);

@@ -32,7 +32,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   const hint = h("span", "attnscope-hint");
   const offered = offeredViews(meta);
   const opens = [
-    offered.includes("head") ? "click a cell to open it in the head view" : "",
+    offered.includes("head") ? `click a cell to open it in the head view${streamOf(meta, store.get().stream).q_len > LONG_INPUT ? " at the query row you click" : ""}` : "",
     offered.includes("neuron") ? "shift-click for the neuron view" : "",
   ].filter(Boolean).join(", ");
   hint.textContent = `Rows: layers · columns: heads. Hover a cell to enlarge it${opens ? `; ${opens}` : ""}.`;
@@ -265,8 +265,22 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   L.on(canvas, "mouseleave", hideHover);
   L.on<MouseEvent>(canvas, "click", (e) => {
     const cell = cellUnder(e);
-    if (cell) store.set({ layer: cell.l, heads: [cell.h], head: cell.h, view: e.shiftKey ? "neuron" : "head" });
+    if (!cell) return;
+    const open = { layer: cell.l, heads: [cell.h], head: cell.h, view: e.shiftKey ? "neuron" as const : "head" as const };
+    // A long input's cell is a map of its rows: the click's height picks the query the view opens on.
+    const query = clickedQuery(e, cell);
+    store.set(query == null ? open : { ...open, query });
   });
+  /** The query row at the click's height within a long input's cell (rows `firstRow()..q_len`), or null. */
+  function clickedQuery(e: MouseEvent, cell: { l: number; h: number }): number | null {
+    const sm = stream();
+    if (signed || sm.q_len <= LONG_INPUT) return null;
+    const r = canvas.getBoundingClientRect();
+    const origin = placedOrigin(geo, cell.l, cell.h, sm.num_heads, scene().order);
+    const share = Math.max(0, Math.min(1, (e.clientY - r.top - origin.y) / geo.cell));
+    const from = firstRow();
+    return Math.min(sm.q_len - 1, from + Math.floor(share * (sm.q_len - from)));
+  }
 
   const unSave = saveButtons(bar, {
     name: () => `attnscope-model-${store.get().stream}`,

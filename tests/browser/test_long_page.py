@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from page_kit import ExportedPage
+from browser_kit import wait_for_widget
+from page_kit import VIEW_ROOTS, ExportedPage
 
 import attnscope
 
@@ -153,3 +154,18 @@ def test_token_search_jumps_to_the_needle(exported: ExportedPage) -> None:
     assert "is-selected" in (row.get_attribute("class") or "")
     assert row.is_visible()  # scrolled to it, far below the first screen
     assert int(view.get_attribute("data-lines") or 0) > 0
+
+
+def test_a_click_in_a_long_cell_opens_the_head_view_at_that_row(exported: ExportedPage) -> None:
+    exported.show("model")
+    canvas = exported.canvas("model")
+    box = canvas.bounding_box()
+    cell = (box["width"] - 34) / 4 - 2  # model_grid.ts: LABEL_W 34, four heads, GAP 2
+    x, y = box["x"] + 34 + cell / 2, box["y"] + 16 + 0.75 * cell
+    exported.page.mouse.click(x, y)
+    wait_for_widget(exported.page, root=VIEW_ROOTS["head"])
+    exported.page.wait_for_selector('.attnscope-hv-col[data-side="query"] .is-selected')
+    selected = exported.page.locator('.attnscope-hv-col[data-side="query"] .is-selected')
+    row = int(selected.get_attribute("data-i") or -1)
+    assert abs(row - 0.75 * TOKENS) < 0.02 * TOKENS
+    assert selected.is_visible()
