@@ -40,7 +40,10 @@ def watch(w):
 
 def state():
     gc.collect()
-    ctypes.CDLL("libc.so.6").malloc_trim(0)  # freed memory back to the OS before reading RSS
+    try:  # glibc: give freed memory back to the OS before reading RSS
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
     return {"alive": sum(r() is not None for r in refs), "rss": psutil.Process().memory_info().rss}
 """
 
