@@ -11,7 +11,7 @@ import torch
 
 import attnscope
 import vlm_models
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, TraceFileError
 from attnscope.sources.hf import image_readers
 from vlm_models import TEXT, eager_attention, halves, image
 
@@ -293,3 +293,31 @@ def test_pil_numpy_and_tensor_images_give_one_trace(llava: tuple[Any, Any]) -> N
     for other in (as_numpy, as_tensor):
         np.testing.assert_allclose(other.attention, as_pil.attention, atol=1e-6)
         np.testing.assert_array_equal(other.images[0].pixels, as_pil.images[0].pixels)
+
+
+def test_image_attention_with_some_layers_captured(llava: tuple[Any, Any]) -> None:
+    model, processor = llava
+    trace = attnscope.capture(
+        model, TEXT["llava"], images=image(40, 40), processor=processor, layers=[1]
+    )
+    full = attnscope.capture(model, TEXT["llava"], images=image(40, 40), processor=processor)
+    np.testing.assert_allclose(
+        attnscope.image_attention(trace, layer=1)[0], attnscope.image_attention(full, layer=1)[0]
+    )
+    with pytest.raises(IndexError, match="layer 0 was not captured"):
+        attnscope.image_attention(trace, layer=0)
+
+
+def test_a_trace_file_missing_its_pixels_is_refused(llava: tuple[Any, Any], tmp_path: Path) -> None:
+    import zipfile
+
+    model, processor = llava
+    trace = attnscope.capture(model, TEXT["llava"], images=image(40, 40), processor=processor)
+    path = trace.save(tmp_path / "t")
+    damaged = tmp_path / "damaged.npz"
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(damaged, "w") as target:
+        for info in source.infolist():
+            if not info.filename.startswith("image/"):
+                target.writestr(info, source.read(info))
+    with pytest.raises(TraceFileError, match="does not check out"):
+        attnscope.AttentionTrace.load(damaged)

@@ -20,6 +20,9 @@ def layer_count(config: Any) -> int:
     >>> from transformers import T5Config
     >>> layer_count(T5Config(num_layers=2, num_decoder_layers=3))
     3
+    >>> from transformers import LlavaConfig
+    >>> layer_count(LlavaConfig(text_config={"model_type": "llama", "num_hidden_layers": 5}))
+    5
     """
     names = (
         "num_hidden_layers",
@@ -30,7 +33,11 @@ def layer_count(config: Any) -> int:
         "num_decoder_layers",
     )
     counts = [getattr(config, n, None) for n in names]
-    return max((c for c in counts if isinstance(c, int)), default=0)
+    found = max((c for c in counts if isinstance(c, int)), default=0)
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    if not found and text is not config:  # a vision-language model: its language model's layers
+        return layer_count(text)
+    return found
 
 
 def check_layers(layers: Sequence[int] | None, count: int) -> list[int] | None:
