@@ -232,7 +232,7 @@ def encode_with_images(
     The caller has checked the arguments (:func:`check_images`,
     :func:`load_processor`, :func:`image_token_id`, :func:`check_placeholders`).
     """
-    encoding = processor(text=text, images=list(images), return_tensors="pt")
+    encoding = processor(text=text, images=list(images), return_tensors="pt", padding=False)
     ids = [int(i) for i in encoding["input_ids"][0]]
     tokenizer = processor.tokenizer
     regions, why = place_images(ids, token, read_layouts(model, processor, encoding, images))
@@ -246,7 +246,11 @@ def encode_with_images(
     mask = encoding.get("attention_mask")
     keep = [i for i in range(len(ids)) if mask is None or int(mask[0, i])]
     if len(keep) != len(ids):
-        raise AttnscopeError("the processor padded a single prompt; pass padding=False to it.")
+        raise AttnscopeError(
+            f"{type(processor).__name__} padded the prompt with {len(ids) - len(keep)} tokens "
+            "although attnscope asked for no padding; give it a tokenizer that does not pad "
+            "by itself (its padding settings), or pass the prompt's tokens without padding."
+        )
     # PaliGemma's processor adds training labels: the forward would compute a loss from them
     inputs = {k: v for k, v in encoding.items() if isinstance(v, torch.Tensor) and k != "labels"}
     return Encoded(inputs, tokens, keep, len(ids), len(ids)), regions, notes
