@@ -68,11 +68,28 @@ function shifted(p: Painter, dy: number): Painter {
   };
 }
 
+/**
+ * `text`'s words: split at spaces, except inside an isolated label (FSI/LRI/RLI … PDI), which
+ * stays one word so that no line of a caption opens a label another line closes.
+ */
+function captionWords(text: string): string[] {
+  const words: string[] = [];
+  let word = "";
+  let depth = 0;
+  for (const ch of text) {
+    if (ch === "\u2066" || ch === "\u2067" || ch === "\u2068") depth++;
+    else if (ch === "\u2069" && depth > 0) depth--;
+    if (ch === " " && depth === 0) { words.push(word); word = ""; } else word += ch;
+  }
+  words.push(word);
+  return words;
+}
+
 /** `text` broken at spaces into lines of at most `chars` characters (a longer word stays whole). */
 export function wrapCaption(text: string, chars: number): string[] {
   const out: string[] = [];
   let line = "";
-  for (const word of text.split(" ")) {
+  for (const word of captionWords(text)) {
     if (line && line.length + 1 + word.length > chars) { out.push(line); line = word; } else line = line ? `${line} ${word}` : word;
   }
   if (line) out.push(line);

@@ -7,7 +7,7 @@ import { attnKey, qkKey } from "../chunk_keys";
 import { chunkWords } from "../chunk_words";
 import { arr } from "../data";
 import { saveButtons } from "../export_image";
-import { isolate, joinParts, labelElement } from "../label_text";
+import { imageLabel, isolate, joinParts, labelElement } from "../label_text";
 import { canvasPainter } from "../paint/canvas_painter";
 import { defaultQuery, keySide, querySide, streamOf, tokenClasses, type Side } from "../tokens";
 import type { AppState, Chunk, Cleanup, ViewContext } from "../types";
@@ -299,7 +299,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
       const score = r ? `score = q·k × ${fmt(r.scaling)}${r.bias ? " + bias" : ""}${r.softcap ? `, softcap ${fmt(r.softcap)}` : ""}` : "";
       return [
         `${meta.title ?? "attnscope"} · neuron view · layer ${stream().layers[s.layer] ?? s.layer} · head ${s.head}${kv}`,
-        `query "${sideQ.labels[queryIdx()] ?? ""}" (#${queryIdx()}) · ${score} · weight = softmax(score)${r?.sink != null ? " with a sink" : ""}`,
+        `query “${imageLabel((sideQ.labels[queryIdx()] ?? "").trim())}” (#${queryIdx()}) · ${score} · weight = softmax(score)${r?.sink != null ? " with a sink" : ""}`,
         `keys: the ${visibleKeys().length} rows in view of ${r?.K ?? 0}, ${sortSel.value === "weight" ? "strongest first" : "in order"}`,
       ];
     },

@@ -46,6 +46,17 @@ describe("captioned", () => {
     expect(wrapCaption("aaa bbb ccc ddd", 8)).toEqual(["aaa bbb", "ccc ddd"]);
     expect(captioned(square, [])).toBe(square);
   });
+
+  it("never breaks a line inside an isolated label, so no line leaves a bidi control open", () => {
+    const label = "\u2068a \u202ex y\u202c z\u2069"; // an isolate with spaces and an override inside
+    const lines = wrapCaption(`query ${label} more words here`, 6);
+    expect(lines).toContain(label);
+    for (const line of lines) {
+      const opens = [...line].filter((c) => c === "\u2068").length;
+      const closes = [...line].filter((c) => c === "\u2069").length;
+      expect(opens).toBe(closes);
+    }
+  });
 });
 
 describe("view exports", () => {
@@ -59,7 +70,7 @@ describe("view exports", () => {
     for (const header of ["key", "k", "q × k", "q · k", "score", "weight"]) expect(all).toContain(header);
     const caption = all.slice(0, 3).join(" ");
     expect(caption).toContain(`${f.meta.title} · neuron view · layer 1 · head 2`);
-    expect(caption).toContain('query "tok3" (#3)');
+    expect(caption).toContain('query “\u2068tok3\u2069” (#3)'); // the label isolated, as every image label
     expect(caption).toContain("+ bias");
   });
 
