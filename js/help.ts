@@ -17,6 +17,7 @@ export const HELP: readonly (readonly [string, readonly string[]])[] = [
   ["Model view", [
     "Hover a cell: see it large, with its tokens and statistics. Click: open it in the head view. Shift-click: in the neuron view.",
     "rank: order each layer's heads by a statistic (largest first), its value above each cell.",
+    "Overview (under the grid): one head's or the mean's whole attention matrix. Wheel or + / − zoom, drag pans, click opens the head view at that query (shift-click: the neuron view); find a token to jump there.",
   ]],
   ["Neuron view", [
     "Pick the head above the rows (or ← / →). Click a key's token: make it the query. Click a row: select that key.",

@@ -5,7 +5,7 @@
 // brings the map and the query there.
 import { hex, readTheme, type ThemeColors } from "../colors";
 import { tileKey } from "../chunk_keys";
-import { querySide, streamOf } from "../tokens";
+import { keySide, querySide, streamOf } from "../tokens";
 import type { Chunk, Cleanup, ViewContext } from "../types";
 import { h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, widthOf } from "./common";
 import { tokenSearch } from "./head_search";
@@ -16,6 +16,8 @@ import {
 } from "./overview_geometry";
 
 const SIDE_MAX = 560;
+/** Pixels a token takes before rows are labelled with their tokens. */
+const LABEL_PX = 12;
 /** Tile pictures kept (256 KB each). */
 const MAX_IMAGES = 256;
 /** Rows a search jump shows (enough to read where the found token looks). */
@@ -156,6 +158,7 @@ export function mountOverview(ctx: ViewContext, parent: HTMLElement): Cleanup {
     if (st.query != null) g.strokeRect(0, px(st.query, view.y0), side, Math.max(1, view.scale));
     if (st.key != null) g.strokeRect(px(st.key, view.x0), 0, Math.max(1, view.scale), side);
     g.globalAlpha = 1;
+    if (view.scale >= LABEL_PX) paintRowLabels(g, s.q_len);
     const first = Math.floor(view.y0), last = Math.min(s.q_len, Math.ceil(view.y0 + side / view.scale)) - 1;
     const keysFrom = Math.floor(view.x0), keysTo = Math.min(s.k_len, Math.ceil(view.x0 + side / view.scale)) - 1;
     const span = spanAt(s.q_len, s.k_len, level);
@@ -168,6 +171,23 @@ export function mountOverview(ctx: ViewContext, parent: HTMLElement): Cleanup {
     return true;
   }
   const sched = scheduler(paint);
+
+  /** Close in, each visible row's token at the left edge, on the background. */
+  function paintRowLabels(g: CanvasRenderingContext2D, qLen: number): void {
+    const names = labels();
+    g.font = theme.font;
+    g.textBaseline = "middle";
+    for (let q = Math.max(0, Math.floor(view.y0)); q < Math.min(qLen, view.y0 + side / view.scale); q++) {
+      const text = `${q} ${names[q] ?? ""}`.slice(0, 24);
+      const y = (q + 0.5 - view.y0) * view.scale;
+      g.fillStyle = hex(theme.bg);
+      g.globalAlpha = 0.8;
+      g.fillRect(0, y - 6, g.measureText(text).width + 6, 12);
+      g.globalAlpha = 1;
+      g.fillStyle = hex(theme.fg);
+      g.fillText(text, 3, y);
+    }
+  }
 
   function say(): void {
     title.textContent = `Overview of layer ${sm().layers[store.get().layer] ?? store.get().layer} (log scale, 6 decades; click: open the head view there, shift-click: the neuron view)`;
@@ -194,6 +214,13 @@ export function mountOverview(ctx: ViewContext, parent: HTMLElement): Cleanup {
     zoomBy(Math.exp(-e.deltaY * 0.002), e.clientX - r.left, e.clientY - r.top);
   }, { passive: false });
 
+  L.on<MouseEvent>(canvas, "mousemove", (e) => {
+    const r = canvas.getBoundingClientRect();
+    const s = sm();
+    const { query, key } = tokenAt(s.q_len, s.k_len, view, e.clientX - r.left, e.clientY - r.top);
+    const keyNames = keySide(meta, s).labels;
+    canvas.title = `query ${query} “${labels()[query] ?? ""}” → key ${key} “${keyNames[key] ?? ""}”: click to open the head view here`;
+  });
   let drag: { x: number; y: number; moved: boolean; from: OverviewView } | null = null;
   L.on<MouseEvent>(canvas, "mousedown", (e) => { drag = { x: e.clientX, y: e.clientY, moved: false, from: view }; });
   L.on<MouseEvent>(window, "mousemove", (e) => {
