@@ -136,3 +136,17 @@ def test_a_tile_at_32768_tokens_needs_no_n_squared_memory() -> None:
     assert diagonal > 0
     assert below > 0
     assert above == 0
+
+
+def test_the_widget_answers_tile_requests() -> None:
+    from attnscope.display.widget import AttentionWidget
+
+    trace = _causal_qk(300)
+    keys = ["tile:self:0:mean:1:1:1", "tile:self:0:1:9:0:0"]
+    [(content, buffers)] = AttentionWidget(trace).answer({"type": "request", "keys": keys})
+    good, bad = content["chunks"]
+    assert good["key"] == keys[0]
+    assert good["arrays"] == [{"name": "tile", "dtype": "u8", "shape": [TILE, TILE], "buffer": 0}]
+    tile = np.frombuffer(buffers[0], np.uint8).reshape(TILE, TILE)
+    np.testing.assert_array_equal(tile, _tile(trace, keys[0]))
+    assert "level 9" in bad["error"]
