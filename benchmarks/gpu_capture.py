@@ -204,6 +204,9 @@ def main() -> None:
         "| layer switch | thumbnails | save_html head |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
+    import attnscope
+
+    attnscope.capture(model, text_of(64), tokenizer=tokenizer)  # imports and set-up, untimed
     for tokens in lengths:
         try:
             result = one_length(model, tokenizer, tokens, device, tokens <= args.page_max)
