@@ -43,6 +43,7 @@ _PUBLIC = {
     "retrieval_scores": "attnscope.analysis.retrieval",
     "image_attention": "attnscope.analysis.images",
     "needle_in_a_haystack": "attnscope.analysis.needle",
+    "open_strongest": "attnscope.display.open_strongest",
     "segments": "attnscope.analysis.segments",
 }
 
@@ -66,6 +67,7 @@ __all__ = [
     "merge_words",
     "model_view",
     "needle_in_a_haystack",
+    "open_strongest",
     "query_sum",
     "retrieval_scores",
     "rollout",
@@ -99,6 +101,7 @@ if TYPE_CHECKING:
     from attnscope.analysis.segments import segments
     from attnscope.bertviz_compat import head_view, model_view
     from attnscope.display import AttentionWidget, save_html
+    from attnscope.display.open_strongest import open_strongest
     from attnscope.nn import MultiHeadAttention, MultiHeadAttentionTrace
     from attnscope.show import show_head_view, show_model_view, show_neuron_view
     from attnscope.sources import capture

@@ -413,6 +413,8 @@ def page_html(
     shown = offered if views is None else check_views(views)
     if state["view"] not in shown:
         state["view"] = shown[0]
+    if encode is encode_chunk:  # a widget ranked by a scan adds its statistics (scan=)
+        encode = getattr(trace_or_widget, "_page_encode", encode_chunk)
     css = static_file("widget.css").read_text(encoding="utf-8")
     script = static_file("standalone.js").read_text(encoding="utf-8")
     chunks, notes = embed_chunks(
@@ -420,6 +422,9 @@ def page_html(
     )
     if compared is None:
         meta = build_meta(trace, embedded=True, notes=tuple(notes))
+        shown_meta = getattr(trace_or_widget, "_meta", None)
+        if isinstance(shown_meta, dict) and "statistics" in shown_meta:
+            meta["statistics"] = shown_meta["statistics"]  # with a widget's scan= statistics
         for name, block in _offered_blocks(trace, chunks).items():
             meta["streams"][name]["top_block"] = block
         if "neuron" in shown:

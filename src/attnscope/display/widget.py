@@ -7,7 +7,8 @@ messages once it has rendered, so nothing binary sits in the initial state.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,13 @@ from attnscope.analysis.compare import AttentionComparison
 from attnscope.analysis.statistics import STATISTICS
 from attnscope.display.lifetime import close_when_cell_reruns, forget_in_history
 from attnscope.display.page import DEFAULT_MAX_BYTES, save_html
+from attnscope.display.scan_ranking import RankedChunkCache, ScanRanking, scan_ranking
 from attnscope.display.snapshot import saved_chunks, snapshot_bundle
-from attnscope.display.where_called import kernel_shell, shown_this_cell
+from attnscope.display.strongest import strongest_trace
+from attnscope.display.where_called import display_where_called, kernel_shell, shown_this_cell
 from attnscope.encode.analysis_chunks import pseudo_heads, rollout_unavailable
-from attnscope.encode.chunks import ChunkCache
+from attnscope.encode.arrays import NamedArray
+from attnscope.encode.chunks import ChunkCache, ChunkKey, encode_chunk
 from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.messages import MESSAGE_BYTES, reply_messages
 from attnscope.encode.meta import build_meta, generation_meta
@@ -37,6 +41,7 @@ from attnscope.encode.selection import (
     check_views,
     default_selection,
 )
+from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
 OPTIONS = ("view", *WIDGET_OPTIONS)
@@ -69,6 +74,14 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         The views offered, as tabs in this order: a non-empty subset of
         ``("head", "model", "neuron")`` (the default). With one view there
         are no tabs. Fixed for the widget's life; sent as ``_meta["views"]``.
+    scan
+        A table of heads over many inputs to rank the model view by: the
+        DataFrame of :func:`attnscope.scan` (each head's mean over the inputs,
+        with its spread across them), or one row per head
+        (:func:`attnscope.retrieval_scores`, ``needle_in_a_haystack(...).heads``).
+        Each numeric column ``c`` becomes the statistic ``"scan:c"`` (see
+        :attr:`scan_ranking`); ``rank_by`` starts on the first. Its layers and
+        heads must be the trace's.
     view, stream, layer, heads, head, query, key, pair_filter, theme, compare_side,
     step, generated_only, rank_by, pseudo_heads, queries, words, hide_special, log_scale
         Initial trait values; see the traits. ``view`` defaults to the first
@@ -235,6 +248,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         trace: AttentionTrace | AttentionComparison,
         *,
         views: Sequence[ViewName] = VIEWS,
+        scan: Any = None,
         **options: Any,
     ) -> None:
         if not isinstance(trace, AttentionTrace | AttentionComparison):
@@ -257,8 +271,17 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         assert isinstance(shown, AttentionTrace)
         self._trace = shown
         trace = shown
-        self._cache = ChunkCache()
+        if scan is not None and self._compared is not None:
+            raise TypeError(
+                "scan= ranks the heads of one trace, and this widget shows a comparison; "
+                "show one input with AttentionWidget(trace, scan=df)."
+            )
+        self._scan = scan
+        self._ranking = None if scan is None else scan_ranking(scan, shown)
+        self._cache = self._new_cache()
         state = {**default_selection(trace), "view": self._views[0]}
+        if self._ranking is not None:
+            state["rank_by"] = self._ranking.names[0]
         if self._compared is not None:
             state["compare_side"] = "diff"
         state.update({k: v for k, v in options.items() if v is not None or k in ("query", "key")})
@@ -277,6 +300,8 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
             # Spelled out: a value equal to the trait default would skip validation.
             state["heads"] = list(range(trace.streams[state["stream"]].num_heads))
         meta = build_meta(trace) if self._compared is None else self._compared.meta()
+        if self._ranking is not None:
+            meta["statistics"] = [*meta["statistics"], *self._ranking.statistics]
         super().__init__(_meta={**meta, "views": list(self._views)}, **state)
         self.on_msg(self._on_message)
 
@@ -298,9 +323,10 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         >>> w.chunk_cache.nbytes
         0
         """
-        self._cache = ChunkCache()
-        if self._compared is not None:
-            self._compared._cache = ChunkCache()  # its encoded A, B and A - B chunks
+        self._cache = self._new_cache()
+        compared = getattr(self, "_compared", None)  # absent when __init__ refused its input
+        if compared is not None:
+            compared._cache = ChunkCache()  # its encoded A, B and A - B chunks
         super().close()
         forget_in_history(self, kernel_shell())
 
@@ -353,6 +379,113 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     def chunk_cache(self) -> ChunkCache:
         """The chunks this widget has encoded (for the browser, or for its snapshot)."""
         return self._cache
+
+    def _new_cache(self) -> ChunkCache:
+        ranking = getattr(self, "_ranking", None)  # None too when __init__ refused its input
+        return ChunkCache() if ranking is None else RankedChunkCache(ranking)
+
+    def _page_encode(self, trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
+        # What an exported page of this widget embeds (page_html looks for this): a scan's
+        # statistics join the stats: chunk, as in the live widget; nothing else is cached.
+        if isinstance(self._cache, RankedChunkCache) and key.kind == "stats":
+            return self._cache.encode(trace, key)
+        return encode_chunk(trace, key)
+
+    @property
+    def scan(self) -> Any:
+        """The ``scan=`` table this widget ranks by, as it was given; None without one."""
+        return self._scan
+
+    @property
+    def scan_ranking(self) -> ScanRanking | None:
+        """The statistics of the ``scan=`` table, as the model view ranks by them; None without.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from attnscope import AttentionTrace, AttentionWidget
+        >>> t = AttentionTrace(["a", "b"], np.full((1, 2, 2, 2), 0.5, np.float32))
+        >>> df = pd.DataFrame({"input": [0, 0, 1, 1], "layer": 0, "head": [0, 1, 0, 1],
+        ...                    "prev": [0.2, 0.9, 0.6, 0.1]})
+        >>> w = AttentionWidget(t, scan=df, view="model")
+        >>> w.scan_ranking.names, w.rank_by
+        (['scan:prev'], 'scan:prev')
+        """
+        return self._ranking
+
+    def strongest_input(self, statistic: str | None = None) -> int:
+        """The input of the ``scan=`` table where the selected head scores highest.
+
+        The head is :attr:`layer` and :attr:`head`, which a click on a model-view
+        cell sets; ``statistic`` defaults to :attr:`rank_by` (a ``"scan:..."`` name).
+        Open that input with :meth:`open_strongest`.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from attnscope import AttentionTrace, AttentionWidget
+        >>> t = AttentionTrace(["a", "b"], np.full((1, 2, 2, 2), 0.5, np.float32))
+        >>> df = pd.DataFrame({"input": [0, 0, 1, 1], "layer": 0, "head": [0, 1, 0, 1],
+        ...                    "prev": [0.2, 0.9, 0.6, 0.1]})
+        >>> w = AttentionWidget(t, scan=df, view="model")
+        >>> w.head = 1  # as a click on the cell of head 1 does
+        >>> w.strongest_input()
+        0
+        """
+        if self._ranking is None:
+            raise AttnscopeError(
+                "strongest_input needs a widget made with scan= (the DataFrame of "
+                "attnscope.scan); this one ranks no inputs."
+            )
+        name = statistic or self.rank_by
+        if name is None or name not in self._ranking.names:
+            raise AttnscopeError(
+                f"statistic={name!r} is not a statistic of this widget's scan; pass one of "
+                f"{self._ranking.names} (or set rank_by to one)."
+            )
+        return self._ranking.strongest_input(name, self.layer, self.head)
+
+    def open_strongest(
+        self, inputs: Sequence[Any], model: Any = None, **options: Any
+    ) -> AttentionWidget:
+        """Capture and show the input where the selected head is strongest, on that head.
+
+        :func:`attnscope.open_strongest` of this widget's :attr:`scan`, for the head
+        a click on a model-view cell selected (:attr:`layer`, :attr:`head`) and the
+        statistic of :attr:`rank_by`; ``options`` go to it (``tokenizer``, ``display``,
+        capture options).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from attnscope import AttentionTrace, AttentionWidget
+        >>> traces = [AttentionTrace(["a", "b"], np.full((1, 2, 2, 2), p, np.float32))
+        ...           for p in (0.5, 0.5)]
+        >>> df = pd.DataFrame({"input": [0, 0, 1, 1], "layer": 0, "head": [0, 1, 0, 1],
+        ...                    "prev": [0.2, 0.9, 0.6, 0.1]})
+        >>> w = AttentionWidget(traces[0], scan=df, view="model")
+        >>> opened = w.open_strongest(traces, display=False)
+        >>> opened.view, opened.head, opened.trace is traces[1]
+        ('head', 0, True)
+        """
+        self.strongest_input()  # refuses a widget without a scan, or a ranking by no scan column
+        assert self._ranking is not None
+        layer = int(self._trace.streams[self._ranking.stream].layers[self.layer])
+        view = options.pop("view", "head")
+        display = options.pop("display", True)
+        trace, selection = strongest_trace(
+            self._scan,
+            inputs,
+            model,
+            layer=layer,
+            head=self.head,
+            statistic=str(self.rank_by),
+            **options,
+        )
+        widget = AttentionWidget(trace, scan=self._scan, view=view, **selection)
+        if display:
+            display_where_called(widget)
+        return widget
 
     @property
     def views(self) -> tuple[ViewName, ...]:
@@ -535,10 +668,12 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     @t.validate("rank_by")
     def _check_rank_by(self, proposal: t.Bunch) -> str | None:
         value = proposal["value"]
-        if value is not None and value not in STATISTICS:
+        scanned = [] if self._ranking is None else self._ranking.names
+        if value is not None and value not in STATISTICS and value not in scanned:
             raise t.TraitError(
-                f"rank_by={value!r} is not a statistic; use None or one of {list(STATISTICS)} "
-                "(attnscope.analysis.STATISTICS explains each)."
+                f"rank_by={value!r} is not a statistic; use None or one of "
+                f"{[*STATISTICS, *scanned]} (attnscope.analysis.STATISTICS explains each"
+                f"{'; scan:<column> are the scan= table' if scanned else ''})."
             )
         return None if value is None else str(value)
 
@@ -648,7 +783,11 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if not isinstance(content, dict) or content.get("type") != "request":
             return []
         keys = content.get("keys", [])
-        encode = None if self._compared is None else self._compared.encode
+        encode: Callable[[object], list[NamedArray]] | None = None
+        if self._compared is not None:
+            encode = self._compared.encode
+        elif isinstance(self._cache, RankedChunkCache):
+            encode = partial(self._cache.encode_raw, self._trace)
         return list(
             reply_messages(self._trace, keys, max_bytes=max_bytes, cache=self._cache, encode=encode)
         )

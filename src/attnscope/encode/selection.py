@@ -34,8 +34,9 @@ SELECTION_FIELDS: tuple[str, ...] = tuple(_SCHEMA["fields"])
 """The synced selection traits, in protocol order."""
 SELECTION_DOCS: dict[str, str] = {k: str(v["doc"]) for k, v in _SCHEMA["fields"].items()}
 """One sentence per selection field, as ``docs/protocol.md`` gives it."""
-WIDGET_OPTIONS: tuple[str, ...] = ("views", *(f for f in SELECTION_FIELDS if f != "view"))
-"""Keywords :class:`~attnscope.AttentionWidget` takes besides ``view``."""
+WIDGET_OPTIONS: tuple[str, ...] = ("views", "scan", *(f for f in SELECTION_FIELDS if f != "view"))
+"""Keywords :class:`~attnscope.AttentionWidget` takes besides ``view`` (``scan``: a table of
+heads to rank by)."""
 
 
 def default_selection(trace: AttentionTrace) -> dict[str, Any]:

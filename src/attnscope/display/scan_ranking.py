@@ -1,0 +1,297 @@
+"""A table of heads over many inputs as model-view statistics: the widget's ``scan=``.
+
+:func:`attnscope.scan` gives one row per (input, layer, head); the model view
+ranks heads by statistics of the ``stats:`` chunk (``docs/protocol.md``,
+"Chunks"). :func:`scan_ranking` turns the first into the second: per head the
+mean of each statistic column over the inputs and its spread (population std)
+across them, as ``scan:<column>`` arrays appended to the ``stats:<stream>``
+chunk and entries appended to ``_meta.statistics``, so the existing ranking
+(``rank_by``, badges, hover numbers) shows them. A table already one row per
+head (:func:`attnscope.retrieval_scores`, ``needle_in_a_haystack(...).heads``)
+is taken as it is, a ``<column>_std`` column as its spread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from attnscope.analysis.access import pick_stream
+from attnscope.analysis.scan import head_ranking
+from attnscope.analysis.statistics import STATISTICS
+from attnscope.encode.analysis_chunks import analysable
+from attnscope.encode.arrays import NamedArray
+from attnscope.encode.chunks import ChunkCache, ChunkKey, encode_chunk, parse_key
+from attnscope.errors import AttnscopeError
+from attnscope.trace import AttentionStream, AttentionTrace
+
+PREFIX = "scan:"
+"""How the widget names a scan's statistics: ``scan:<column>``."""
+SPREAD = ":spread"
+"""Suffix of the array holding a statistic's spread: ``scan:<column>:spread``."""
+KEYS = ("input", "layer", "head")
+"""Columns that say which head (and input) a row is, never statistics."""
+COUNTS = frozenset({"runs", "count", "steps"})
+"""Columns of a per-head table that count, and are not ranked by."""
+
+
+@dataclass(frozen=True)
+class ScanRanking:
+    """A scan's per-head numbers laid out for one stream of the trace a widget shows.
+
+    Attributes
+    ----------
+    stream
+        The stream whose ``stats:`` chunk carries them.
+    inputs
+        How many inputs (or runs) each mean is over; None for a table of one value a head.
+    statistics
+        ``_meta.statistics`` entries: ``name``, ``label``, ``formula``, ``source``,
+        and ``spread`` (the name of the spread's array) where there is one.
+    arrays
+        The f32 ``(layers, heads)`` arrays by name, means and spreads (NaN: no value).
+    strongest
+        Per statistic, the input where each head scores highest (int64
+        ``(layers, heads)``, -1 where none); empty for a table without inputs.
+    """
+
+    stream: str
+    inputs: int | None
+    statistics: list[dict[str, Any]]
+    arrays: list[NamedArray]
+    strongest: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        """The statistics' names, in ``_meta.statistics`` order."""
+        return [entry["name"] for entry in self.statistics]
+
+    def strongest_input(self, name: str, position: int, head: int) -> int:
+        """The input where head ``head`` of layer position ``position`` scores highest on ``name``.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from attnscope import AttentionTrace
+        >>> t = AttentionTrace(["a", "b"], np.full((1, 2, 2, 2), 0.5, np.float32))
+        >>> df = pd.DataFrame({"input": [0, 0, 1, 1], "layer": 0, "head": [0, 1, 0, 1],
+        ...                    "prev": [0.2, 0.9, 0.6, 0.1]})
+        >>> scan_ranking(df, t).strongest_input("scan:prev", 0, 0)
+        1
+        """
+        if name not in self.names:
+            raise AttnscopeError(f"{name!r} is not a statistic of this scan; it has {self.names}.")
+        found = self.strongest.get(name)
+        if found is None:
+            raise AttnscopeError(
+                f"{name!r} comes from a table of one row per head, which names no inputs; "
+                "rank by a statistic of attnscope.scan's DataFrame (it has an 'input' column)."
+            )
+        best = int(found[position, head])
+        if best < 0:
+            raise AttnscopeError(
+                f"head {head} of layer position {position} has no value of {name!r} on any "
+                "input (NaN everywhere); choose another head or statistic."
+            )
+        return best
+
+
+def _columns(frame: Any) -> list[str]:
+    columns = getattr(frame, "columns", None)
+    if columns is None or not hasattr(frame, "groupby"):
+        raise AttnscopeError(
+            f"scan= takes a pandas DataFrame of heads (attnscope.scan, retrieval_scores or "
+            f"needle_in_a_haystack(...).heads), not {type(frame).__name__}."
+        )
+    return [str(c) for c in columns]
+
+
+def statistic_columns(frame: Any) -> list[str]:
+    """The columns of ``frame`` a ranking shows: numeric, neither keys, counts nor spreads.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> statistic_columns(pd.DataFrame({"layer": [0], "head": [0], "retrieval": [0.5],
+    ...                                 "retrieval_std": [0.1], "runs": [3]}))
+    ['retrieval']
+    """
+    columns = _columns(frame)
+    missing = [c for c in ("layer", "head") if c not in columns]
+    if missing:
+        raise AttnscopeError(
+            f"scan= needs a table of heads with columns 'layer' and 'head'; this one has "
+            f"{columns}. Pass attnscope.scan(...)'s DataFrame (or retrieval_scores, "
+            "needle_in_a_haystack(...).heads)."
+        )
+    per_head = "input" not in columns
+    chosen = []
+    for name in columns:
+        if name in KEYS or (per_head and (name in COUNTS or name.endswith("_std"))):
+            continue
+        if frame[name].dtype.kind in "fiu":
+            chosen.append(name)
+    if not chosen:
+        raise AttnscopeError(
+            f"scan= has no numeric statistic column to rank by (columns {columns}); pass "
+            "attnscope.scan(...)'s DataFrame with at least one statistic."
+        )
+    return chosen
+
+
+def _check_heads(frame: Any, stream: AttentionStream) -> None:
+    layers = sorted({int(v) for v in frame["layer"]})
+    outside = [layer for layer in layers if layer not in stream.layers]
+    if outside:
+        raise AttnscopeError(
+            f"scan= has layer {outside[0]}, which stream {stream.name!r} of this trace does not "
+            f"hold (its layers are {list(stream.layers)}); show a trace of the same model with "
+            "those layers, or pass scan[scan['layer'].isin(trace layers)]."
+        )
+    heads = sorted({int(v) for v in frame["head"]})
+    if heads and not 0 <= heads[0] <= heads[-1] < stream.num_heads:
+        bad = heads[-1] if heads[-1] >= stream.num_heads else heads[0]
+        raise AttnscopeError(
+            f"scan= has head {bad}, but stream {stream.name!r} has {stream.num_heads} heads "
+            f"(0..{stream.num_heads - 1}): the scan is of another model; scan the model this "
+            "trace is of."
+        )
+
+
+def _label(column: str, inputs: int | None, noun: str) -> tuple[str, str, str]:
+    """Label, formula and source of a scan statistic."""
+    known = STATISTICS.get(column)
+    label = known.label if known else column
+    formula = known.formula if known else f"the {column!r} column of the table"
+    source = known.source if known else "the scan= table"
+    if inputs is not None:
+        label = f"{label}: mean over {inputs} {noun} (± spread across them)"
+    return label, formula, source
+
+
+def scan_ranking(frame: Any, trace: AttentionTrace, *, stream: str | None = None) -> ScanRanking:
+    """Lay a table of heads out as statistics of ``stream`` (the trace's first when None).
+
+    Parameters
+    ----------
+    frame
+        :func:`attnscope.scan`'s DataFrame (one row per input, layer, head: per
+        head the mean over inputs and the population std as spread), or one row
+        per head (:func:`attnscope.retrieval_scores`; ``needle_in_a_haystack(...).heads``,
+        whose ``retrieval_std`` is the spread and ``runs`` the count).
+    trace
+        The trace the widget shows; its stream must hold the table's layers and heads.
+    stream
+        Which stream of the trace; ``frame.attrs["stream"]`` when the table says, else the first.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from attnscope import AttentionTrace
+    >>> t = AttentionTrace(["a", "b"], np.full((1, 2, 2, 2), 0.5, np.float32))
+    >>> df = pd.DataFrame({"input": [0, 0, 1, 1], "layer": 0, "head": [0, 1, 0, 1],
+    ...                    "prev": [0.2, 0.9, 0.6, 0.1]})
+    >>> r = scan_ranking(df, t)
+    >>> r.names, r.statistics[0]["label"]
+    (['scan:prev'], 'previous token: mean over 2 inputs (± spread across them)')
+    >>> [(n, a.astype(float).round(2).tolist()) for n, a in r.arrays]
+    [('scan:prev', [[0.4, 0.5]]), ('scan:prev:spread', [[0.2, 0.4]])]
+    """
+    columns = statistic_columns(frame)
+    if stream is None and frame.attrs.get("stream") in trace.streams:
+        stream = str(frame.attrs["stream"])
+    chosen = pick_stream(trace, stream)
+    _check_heads(frame, stream=chosen)
+    positions = {layer: i for i, layer in enumerate(chosen.layers)}
+    shape = (chosen.num_layers, chosen.num_heads)
+
+    def scatter(layers: Any, heads: Any, values: Any, fill: Any, dtype: Any) -> Any:
+        out = np.full(shape, fill, dtype)
+        rows = np.array([positions[int(v)] for v in layers], np.int64)
+        out[rows, np.asarray(heads, np.int64)] = np.asarray(values, dtype)
+        return out
+
+    if "input" in frame.columns:
+        return _over_inputs(frame, columns, chosen.name, scatter)
+    return _per_head(frame, columns, chosen.name, scatter)
+
+
+def _over_inputs(frame: Any, columns: list[str], stream: str, scatter: Any) -> ScanRanking:
+    inputs = int(frame["input"].nunique())
+    entries, arrays, strongest = [], [], {}
+    for column in columns:
+        ranked = head_ranking(frame, column)
+        name = PREFIX + column
+        where = (ranked["layer"], ranked["head"])
+        arrays.append((name, scatter(*where, ranked["mean"], np.nan, np.float32)))
+        arrays.append((name + SPREAD, scatter(*where, ranked["std"], np.nan, np.float32)))
+        strongest[name] = scatter(*where, ranked["strongest_input"], -1, np.int64)
+        label, formula, source = _label(column, inputs, "inputs")
+        entries.append(
+            {"name": name, "label": label, "formula": formula, "source": source}
+            | {"spread": name + SPREAD, "inputs": inputs}
+        )
+    return ScanRanking(stream, inputs, entries, arrays, strongest)
+
+
+def _per_head(frame: Any, columns: list[str], stream: str, scatter: Any) -> ScanRanking:
+    repeated = frame.duplicated(subset=["layer", "head"])
+    if bool(repeated.any()):
+        row = frame[repeated].iloc[0]
+        raise AttnscopeError(
+            f"scan= has two rows for layer {int(row['layer'])} head {int(row['head'])} and no "
+            "'input' column; a table of many inputs needs one (attnscope.scan's has it)."
+        )
+    runs = int(frame["runs"].max()) if "runs" in frame.columns else None
+    entries, arrays = [], []
+    where = (frame["layer"], frame["head"])
+    for column in columns:
+        name = PREFIX + column
+        arrays.append((name, scatter(*where, frame[column], np.nan, np.float32)))
+        spread = f"{column}_std" in frame.columns and runs is not None
+        label, formula, source = _label(column, runs if spread else None, "runs")
+        entry: dict[str, Any] = {"name": name, "label": label, "formula": formula}
+        entry["source"] = source
+        if spread:
+            arrays.append((name + SPREAD, scatter(*where, frame[f"{column}_std"], np.nan, "f4")))
+            entry |= {"spread": name + SPREAD, "inputs": runs}
+        entries.append(entry)
+    return ScanRanking(stream, runs, entries, arrays)
+
+
+class RankedChunkCache(ChunkCache):
+    """A widget's chunk cache whose ``stats:`` chunk of the ranked stream carries the scan's arrays.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from attnscope import AttentionTrace
+    >>> t = AttentionTrace(["a", "b"], np.full((1, 2, 2, 2), 0.5, np.float32))
+    >>> df = pd.DataFrame({"layer": 0, "head": [0, 1], "retrieval": [0.5, 0.0]})
+    >>> cache = RankedChunkCache(scan_ranking(df, t))
+    >>> [n for n, _ in cache.encode_raw(t, "stats:self")][-1]
+    'scan:retrieval'
+    """
+
+    def __init__(self, ranking: ScanRanking, max_bytes: int = 256 * 1024 * 1024) -> None:
+        super().__init__(max_bytes)
+        self.ranking = ranking
+
+    def encode(self, trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
+        """The chunk's arrays; the ranked stream's ``stats:`` with the scan's after its own."""
+        if key.kind != "stats" or key.stream != self.ranking.stream:
+            return super().encode(trace, key)
+        return self.get(key.key, lambda: [*encode_chunk(trace, key), *self.ranking.arrays])
+
+    def encode_raw(self, trace: AttentionTrace, raw: object) -> list[NamedArray]:
+        """Serve a key as the browser sent it.
+
+        A stream too long for its own statistics still has the scan's (they need no weights).
+        """
+        key = f"stats:{self.ranking.stream}"
+        if raw == key and not analysable(trace.streams[self.ranking.stream]):
+            return self.get(key, lambda: list(self.ranking.arrays))
+        return self.encode(trace, parse_key(raw, trace))
