@@ -1,7 +1,7 @@
 // Overview tiles computed in the page from q and k (docs/protocol.md, "Overview tiles"):
 // the `tile:` chunk Python sends, with fewer queries sampled per cell row
 // (DERIVE_TILE_WEIGHTS a tile), so a tile of 32768 tokens takes about a second.
-import { qkParts, rowWeights } from "./derive";
+import { qkParts, rowWeights, type QkParts } from "./derive";
 import type { Chunk, StreamMeta } from "./types";
 import { spanAt, TILE } from "./views/overview_geometry";
 
@@ -24,9 +24,28 @@ export const tileByte = (w: number): number => (w > 0 ? Math.max(1, Math.min(255
 
 /** The tile `key` names, from the `qk:` chunks of its heads (one, or every head for the mean). */
 export function tileFromQk(key: string, qks: Chunk[], sm: StreamMeta): Chunk {
+  const parts = qks.map(qkParts);
+  return tileFromRows(key, sm, parts.length, (h, query, w, score, masked) => rowWeights(parts[h] as QkParts, query, w, score, masked));
+}
+
+/** The tile `key` names, from the `attn:` chunks of its heads (a page that keeps weights: one byte each). */
+export function tileFromAttn(key: string, attns: Chunk[], sm: StreamMeta): Chunk {
+  return tileFromRows(key, sm, attns.length, (h, query, w) => {
+    const c = attns[h] as Chunk;
+    const weight = c.arrays.weight?.data, rowmax = c.arrays.rowmax?.data;
+    if (!weight || !rowmax) throw new Error(`${c.key} has no weights`);
+    const scale = (rowmax[query] as number) / 255;
+    for (let j = 0; j < sm.k_len; j++) w[j] = (weight[query * sm.k_len + j] as number) * scale;
+    return w;
+  });
+}
+
+type RowOf = (head: number, query: number, out: Float64Array<ArrayBuffer>, score: Float64Array<ArrayBuffer>, masked: Uint8Array<ArrayBuffer>) => Float64Array;
+
+function tileFromRows(key: string, sm: StreamMeta, heads: number, rowOf: RowOf): Chunk {
   const place = parseTileKey(key, sm);
   if (!place) throw new Error(`${key} names no tile`);
-  const parts = qks.map(qkParts);
+  const parts = Array.from({ length: heads }, (_, h) => h);
   const { q_len: Q, k_len: K } = sm;
   const span = spanAt(Q, K, place.level), cover = TILE * span;
   const q0 = place.row * cover, k0 = place.col * cover;
@@ -42,7 +61,7 @@ export function tileFromQk(key: string, qks: Chunk[], sm: StreamMeta): Chunk {
       const query = first + Math.floor((s * n) / m);
       sum.fill(0);
       for (const p of parts) {
-        rowWeights(p, query, w, score, masked);
+        rowOf(p, query, w, score, masked);
         for (let j = k0; j < k1; j++) sum[j] = (sum[j] as number) + (w[j] as number);
       }
       for (let j = k0; j < k1; j++) {

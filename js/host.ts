@@ -1,9 +1,9 @@
 // In-page model host for the exported page: the part of anywidget's model API the
 // binding uses, over the saved state, answering chunk requests from the embedded,
 // compressed chunks.
-import { qkKey } from "./chunk_keys";
+import { attnKey, qkKey } from "./chunk_keys";
 import { attnFromQk, topFromQk } from "./derive";
-import { parseTileKey, tileFromQk } from "./derive_tiles";
+import { parseTileKey, tileFromAttn, tileFromQk } from "./derive_tiles";
 import { decodeEmbedded, type EmbeddedChunk } from "./saved";
 import type { ModelHost, WidgetTraits } from "./traits";
 import type { Chunk, Meta, StreamMeta } from "./types";
@@ -83,12 +83,19 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
   /** An overview tile from the q/k of its heads (protocol.md, "Overview tiles"), or null without them. */
   function deriveTile(key: string, sm: StreamMeta): Promise<Chunk> | null {
     const place = parseTileKey(key, sm);
-    const sources = place?.heads.map((h) => qkKey(key.split(":")[1] ?? "", place.layer, h)) ?? [];
-    if (!sources.length || !sources.every((k) => chunks[k] && !chunks[k]?.error)) return null;
-    return Promise.all(sources.map(decode)).then((qks) => {
-      const bad = qks.find((c) => c.error);
-      if (bad) return { key, arrays: {}, error: `q and k of head ${bad.key.split(":")[3] ?? ""}: ${bad.error ?? ""}` };
-      const c = tileFromQk(key, qks, sm);
+    const stream = key.split(":")[1] ?? "";
+    const kept = (make: (h: number) => string): string[] | null => {
+      const keys = place?.heads.map(make) ?? [];
+      return keys.length && keys.every((k) => chunks[k] && !chunks[k]?.error) ? keys : null;
+    };
+    // q and k where the page keeps them (any length), else a short page's one-byte weights.
+    const fromQk = kept((h) => qkKey(stream, place?.layer ?? 0, h));
+    const sources = fromQk ?? kept((h) => attnKey(stream, place?.layer ?? 0, h));
+    if (!sources) return null;
+    return Promise.all(sources.map(decode)).then((got) => {
+      const bad = got.find((c) => c.error);
+      if (bad) return { key, arrays: {}, error: `data of head ${bad.key.split(":")[3] ?? ""}: ${bad.error ?? ""}` };
+      const c = fromQk ? tileFromQk(key, got, sm) : tileFromAttn(key, got, sm);
       decoded.set(key, c);
       return c;
     });

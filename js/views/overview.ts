@@ -20,8 +20,8 @@ const SIDE_MAX = 560;
 const LABEL_PX = 12;
 /** Tile pictures kept (256 KB each). */
 const MAX_IMAGES = 256;
-/** Rows a search jump shows (enough to read where the found token looks). */
-const JUMP_ROWS = 256;
+/** Rows a search jump shows: close enough that each row is labelled with its token. */
+const JUMP_ROWS = 40;
 
 export function mountOverview(ctx: ViewContext, parent: HTMLElement): Cleanup {
   const { meta, store, data, root } = ctx;

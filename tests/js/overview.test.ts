@@ -2,7 +2,8 @@
 // the same levels and spans as src/attnscope/encode/tiles.py, and the page's tiles from q/k.
 import { tileKey } from "../../js/chunk_keys";
 import { qkParts, rowWeights } from "../../js/derive";
-import { parseTileKey, tileByte, tileFromQk } from "../../js/derive_tiles";
+import { parseTileKey, tileByte, tileFromAttn, tileFromQk } from "../../js/derive_tiles";
+import { createPageHost } from "../../js/host";
 import type { Chunk, StreamMeta } from "../../js/types";
 import {
   centreOn, clampView, fitView, levelCount, levelFor, parentOf, spanAt, TILE, tokenAt, topSpan, visibleTiles, zoomAt,
@@ -95,5 +96,33 @@ describe("tiles derived in a page", () => {
     }
     expect(tile[3 * TILE + 10]).toBe(0); // causal: above the diagonal
     expect(tile[200 * TILE + 3]).toBe(0); // past the 150 cell rows of 300 tokens
+  });
+
+  it("comes from a short page's one-byte weights when the page keeps no q/k", () => {
+    const small = { q_len: 3, k_len: 3, num_heads: 1 } as StreamMeta;
+    const attn: Chunk = {
+      key: "attn:self:0:0",
+      arrays: {
+        weight: { dtype: "u8", shape: [3, 3], data: Uint8Array.from([255, 0, 0, 255, 85, 0, 255, 255, 0]) },
+        rowmax: { dtype: "f32", shape: [3], data: Float32Array.from([1, 0.75, 0.5]) },
+      },
+    };
+    const tile = tileFromAttn("tile:self:0:0:0:0:0", [attn], small).arrays.tile?.data as Uint8Array;
+    expect([tile[0], tile[1], tile[TILE], tile[TILE + 1], tile[2 * TILE + 1], tile[2 * TILE + 2]]).toEqual(
+      [255, 0, tileByte(0.75), tileByte(0.25), tileByte(0.5), 0],
+    );
+  });
+
+  it("are made by the page host from what the page keeps, or refused as left out", async () => {
+    const meta = { streams: { self: { ...sm, layers: [0], head_dim: d } } };
+    const ask = async (chunks: Record<string, unknown>): Promise<{ error?: string; arrays: Record<string, unknown> }> => {
+      const host = createPageHost({ _meta: meta }, chunks as never);
+      const reply = new Promise<{ error?: string; arrays: Record<string, unknown> }>((done) =>
+        host.on("msg:custom", (msg: { chunks: { error?: string; arrays: Record<string, unknown> }[] }) => done(msg.chunks[0] as never)));
+      host.send({ type: "request", keys: ["tile:self:0:mean:0:0:0"] });
+      return reply;
+    };
+    const none = await ask({});
+    expect(none.error).toMatch(/not included in this exported page/);
   });
 });

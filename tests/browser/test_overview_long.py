@@ -1,0 +1,169 @@
+"""The overview at 32768 tokens, in the exported page opened from disk in offline chromium.
+
+A random causal GPT-2 (2 layers x 2 heads, n_embd 32, 32768 positions) captured
+over 32768 tokens, saved with the default ``save_html``. The model view's
+overview derives its tiles from the page's q/k: it must draw the whole causal
+triangle, zoom to finer tiles, open the head view at the query a click lands
+on, and find the one "needle" token.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_kit import wait_for_next_draw, wait_for_widget
+from page_kit import VIEW_ROOTS, ExportedPage
+
+import attnscope
+
+pytestmark = pytest.mark.browser
+
+TOKENS = 32768
+NEEDLE = 20000
+ROW = 18  # js/views/head_lines.ts: a head-view row's height in CSS pixels
+OVERVIEW = '[data-testid="overview"]'
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", "far", "away"]
+SLOW_MS = 180_000  # tiles of 32768-token rows are computed in the page, on a loaded machine
+
+# Share of the canvas's pixels whose colour is not the one at its top right (causal: empty).
+_INK = """(el) => {
+    const g = el.getContext("2d");
+    const px = g.getImageData(0, 0, el.width, el.height).data;
+    const bg = g.getImageData(el.width - 2, 1, 1, 1).data;
+    let ink = 0;
+    const off = (i) => [0, 1, 2].reduce((s, c) => s + Math.abs(px[i + c] - bg[c]), 0);
+    for (let i = 0; i < px.length; i += 4) if (off(i) > 6) ink++;
+    return ink / (px.length / 4);
+}"""
+
+
+@pytest.fixture(scope="module")
+def page_32k(minilm: tuple[Any, Any], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default ``save_html`` of a random causal GPT-2's 32768-token trace."""
+    import torch
+    from transformers import GPT2Config, GPT2Model
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=2, n_head=2, n_embd=32, n_positions=TOKENS)
+    model = GPT2Model(config).eval()
+    words = [WORDS[i % len(WORDS)] for i in range(TOKENS - 2)]
+    words[NEEDLE - 1] = "needle"  # token NEEDLE ([CLS] is token 0)
+    trace = attnscope.capture(model, " ".join(words), tokenizer=minilm[1])
+    assert len(trace.tokens) == TOKENS
+    return attnscope.save_html(trace, tmp_path_factory.mktemp("overview") / "gpt2-32768")
+
+
+def _number(panel: Any, name: str) -> float:
+    return float(panel.get_attribute(f"data-{name}") or "nan")
+
+
+def _show(scope: Any, view: str) -> Any:
+    scope.locator(f'[data-testid="tab-{view}"]').click()
+    return wait_for_widget(scope, root=VIEW_ROOTS[view], timeout_ms=SLOW_MS)
+
+
+def _redraw(scope: Any, panel: Any, action: Any) -> Any:
+    before = int(panel.get_attribute("data-draws") or 0)
+    action()
+    wait_for_next_draw(scope, before, root=OVERVIEW, timeout_ms=SLOW_MS)
+    return wait_for_widget(scope, root=OVERVIEW, timeout_ms=SLOW_MS)
+
+
+def _query_in_view(scope: Any, query: int) -> None:
+    viewport = scope.locator('[data-testid="head-viewport"]')
+    top = float(viewport.evaluate("(el) => el.scrollTop"))
+    height = float(viewport.evaluate("(el) => el.clientHeight"))
+    assert top <= query * ROW <= top + height, (query, top, height)
+
+
+def drive_overview(scope: Any, screenshots: Any, shot: Any, name: str) -> int:
+    """Zoom, click and search in the overview under ``scope``; return the query clicked."""
+    _show(scope, "model")
+    panel = wait_for_widget(scope, root=OVERVIEW, timeout_ms=SLOW_MS)
+    canvas = panel.locator('[data-testid="overview-canvas"]')
+    assert panel.get_attribute("data-level") == "0"
+    assert "queries 0–32767" in panel.inner_text()
+    whole = float(canvas.evaluate(_INK))
+    # causal: about half of the square is the triangle of visible keys
+    assert whole > 0.35, f"the whole 32768 x 32768 overview inks {whole:.1%}"
+    screenshots.take(f"{name}-whole", shot)
+
+    # Zoom in four times (x16): a quarter pixel a token, tiles of level 4
+    for _ in range(4):
+        panel = _redraw(scope, panel, panel.locator('[data-testid="overview-zoom-in"]').click)
+    assert panel.get_attribute("data-level") == "4"
+    assert panel.get_attribute("data-tiles") in {"1/1", "2/2", "4/4"}
+    assert _number(panel, "last-row") - _number(panel, "first-row") < 3000
+    screenshots.take(f"{name}-zoomed", shot)
+
+    # A click at a point: the head view opens with that query locked and scrolled into view
+    box = canvas.bounding_box()
+    x, y = box["width"] * 0.3, box["height"] * 0.7
+    query = int(_number(panel, "y0") + y / _number(panel, "scale"))
+    canvas.click(position={"x": x, "y": y})
+    wait_for_widget(scope, root=VIEW_ROOTS["head"], timeout_ms=SLOW_MS)
+    _query_in_view(scope, query)
+    assert query > 1000
+
+    # Search: the one needle; the map moves to its row, which becomes the query
+    _show(scope, "model")
+    panel = wait_for_widget(scope, root=OVERVIEW, timeout_ms=SLOW_MS)
+    search = panel.locator('[data-testid="overview-search"]')
+    search.fill("needle")
+    panel = _redraw(scope, panel, lambda: search.press("Enter"))
+    assert panel.locator('[data-testid="overview-search-count"]').inner_text() == "1 of 1"
+    assert _number(panel, "first-row") <= NEEDLE <= _number(panel, "last-row")
+    assert panel.get_attribute("data-level") == "7"  # one weight a cell
+    near = float(canvas.evaluate(_INK))
+    assert near > 0.2, f"the overview around the needle inks {near:.1%}"
+    screenshots.take(f"{name}-needle", shot)
+    _show(scope, "head")
+    _query_in_view(scope, NEEDLE)
+    return query
+
+
+def test_overview_in_the_saved_page(page: Any, page_32k: Path, screenshots: Any) -> None:
+    page.set_default_timeout(SLOW_MS)
+    page.set_viewport_size({"width": 1100, "height": 1400})
+    exported = ExportedPage(page, page_32k.as_uri()).open()
+    drive_overview(page, screenshots, exported.picture(), "overview-32768-page")
+
+
+CAPTURE = f"""
+import os
+os.environ["HF_HUB_OFFLINE"] = "1"
+import torch, attnscope
+from transformers import AutoTokenizer, GPT2Config, GPT2Model
+tokenizer = AutoTokenizer.from_pretrained({{path!r}})
+torch.manual_seed(0)
+model = GPT2Model(GPT2Config(n_layer=2, n_head=2, n_embd=32, n_positions={TOKENS})).eval()
+words = [{WORDS!r}[i % {len(WORDS)}] for i in range({TOKENS - 2})]
+words[{NEEDLE - 1}] = "needle"
+trace = attnscope.capture(model, " ".join(words), tokenizer=tokenizer)
+print(len(trace.tokens))
+"""
+
+
+@pytest.mark.jupyter
+def test_overview_in_the_live_widget_in_jupyterlab(
+    lab: Any, jupyter_server: Any, minilm_path: Path, screenshots: Any
+) -> None:
+    import nbformat
+
+    name = "overview_32k.ipynb"
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import attnscope")])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nbformat.write(notebook, jupyter_server.notebook_path(name))
+    lab.page.set_default_timeout(SLOW_MS)
+    lab.page.set_viewport_size({"width": 1300, "height": 1500})
+    lab.open(name)
+    out = lab.output_text(lab.run_code(CAPTURE.format(path=str(minilm_path)), timeout_ms=600_000))
+    assert out.strip().endswith(str(TOKENS)), out
+    index = lab.run_code('w = attnscope.AttentionWidget(trace, view="model")\nw')
+    output = lab.cell_output(index)
+    query = drive_overview(output, screenshots, output, "overview-32768-jupyterlab")
+    # The browser's selection reached Python: the needle is the query, the click's key stayed.
+    state = lab.output_text(lab.run_code("print(w.query, w.view, w.key is not None)")).strip()
+    assert state == f"{NEEDLE} head True", (state, query)
