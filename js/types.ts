@@ -46,6 +46,12 @@ export interface StatisticMeta {
   label: string;
   formula: string;
   source: string;
+  /** A scan's statistic (widget `scan=`): the array in the same chunk holding each head's spread across inputs. */
+  spread?: string;
+  /** A scan's statistic: how many inputs (or runs) each head's value is the mean over. */
+  inputs?: number;
+  /** What `inputs` counts: "inputs" (a scan) or "runs" (a needle-in-a-haystack table). */
+  over?: string;
 }
 
 export interface Meta {

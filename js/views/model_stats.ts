@@ -49,13 +49,21 @@ export function statValues(chunk: Chunk | null, name: string | null): Float32Arr
   return arr(chunk, name).data as Float32Array;
 }
 
-/** Every statistic of cell (layer, head), one line each: what hovering a cell shows. */
+/** Every statistic of cell (layer, head), one line each: what hovering a cell shows (a scan's mean ± its spread). */
 export function cellNumbers(chunk: Chunk | null, stats: readonly StatisticMeta[], heads: number, l: number, hd: number): string[] {
   if (!chunk || chunk.error) return [];
   return stats.flatMap((s) => {
     const a = chunk.arrays[s.name];
-    return a ? [`${s.name} ${formatStat(a.data[l * heads + hd] as number)}`] : [];
+    const spread = s.spread ? chunk.arrays[s.spread] : undefined;
+    const pm = spread ? ` ± ${formatStat(spread.data[l * heads + hd] as number)}` : "";
+    return a ? [`${s.name} ${formatStat(a.data[l * heads + hd] as number)}${pm}`] : [];
   });
+}
+
+/** The rank select's words for a statistic: a scan's says what its value is a mean over. */
+export function rankWords(s: StatisticMeta): string {
+  if (!s.inputs) return `rank: ${s.name}`;
+  return `rank: ${s.name} · mean over ${s.inputs} ${s.over ?? "inputs"}${s.spread ? " (± spread)" : ""}`;
 }
 
 export interface Badges {
@@ -99,7 +107,7 @@ export function rankSelect(L: Listeners, store: Store<AppState>, stats: readonly
     sel.append(o);
   };
   add("", "rank: none");
-  for (const s of stats) add(s.name, `rank: ${s.name}`, `${s.label}: ${s.formula} (${s.source})`);
+  for (const s of stats) add(s.name, rankWords(s), `${s.label}: ${s.formula} (${s.source})`);
   sel.value = store.get().rank_by ?? "";
   L.on(sel, "change", () => store.set({ rank_by: sel.value || null }));
   return sel;

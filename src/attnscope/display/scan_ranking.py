@@ -50,7 +50,8 @@ class ScanRanking:
         How many inputs (or runs) each mean is over; None for a table of one value a head.
     statistics
         ``_meta.statistics`` entries: ``name``, ``label``, ``formula``, ``source``,
-        and ``spread`` (the name of the spread's array) where there is one.
+        and where there is a spread: ``spread`` (its array's name), ``inputs`` (how
+        many the mean is over) and ``over`` (``"inputs"`` or ``"runs"``).
     arrays
         The f32 ``(layers, heads)`` arrays by name, means and spreads (NaN: no value).
     strongest
@@ -232,7 +233,7 @@ def _over_inputs(frame: Any, columns: list[str], stream: str, scatter: Any) -> S
         label, formula, source = _label(column, inputs, "inputs")
         entries.append(
             {"name": name, "label": label, "formula": formula, "source": source}
-            | {"spread": name + SPREAD, "inputs": inputs}
+            | {"spread": name + SPREAD, "inputs": inputs, "over": "inputs"}
         )
     return ScanRanking(stream, inputs, entries, arrays, strongest)
 
@@ -257,7 +258,7 @@ def _per_head(frame: Any, columns: list[str], stream: str, scatter: Any) -> Scan
         entry["source"] = source
         if spread:
             arrays.append((name + SPREAD, scatter(*where, frame[f"{column}_std"], np.nan, "f4")))
-            entry |= {"spread": name + SPREAD, "inputs": runs}
+            entry |= {"spread": name + SPREAD, "inputs": runs, "over": "runs"}
         entries.append(entry)
     return ScanRanking(stream, runs, entries, arrays)
 
