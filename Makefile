@@ -16,7 +16,7 @@ EDITABLE := SKIP_JUPYTER_BUILDER=1 $(PIP) install -q -c $(LOCK) -e
 BUNDLE := src/attnscope/static/widget.js
 
 .PHONY: demo lab test lint typecheck js-test py-test build bench screenshots clean chromium \
-	lock test-latest test-oldest
+	lock test-latest test-oldest docs
 
 # Every package of .venv comes from the lock (.ci/lock.txt, written by `make lock`);
 # .ci/lock.py check fails an install that resolved anything else.
@@ -119,6 +119,12 @@ bench: $(VENV)/.bench build
 
 screenshots: $(VENV)/.test build chromium
 	$(PY) -m pytest tests/browser -k screenshot --screenshots=docs/images
+
+# The docs site in site/: the example notebooks run with their widget state stored and
+# converted by nbconvert into static pages that draw without a kernel or a network
+# (docs/site/build_site.py; ~1-2 minutes on 2 cores). Open site/index.html.
+docs: $(VENV)/.test build
+	$(PY) docs/site/build_site.py --out site
 
 clean:
 	rm -rf $(VENV) node_modules src/attnscope/static

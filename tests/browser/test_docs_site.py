@@ -1,0 +1,126 @@
+"""The docs site (``make docs``) works offline: its pages' widgets draw from saved state.
+
+Two example notebooks (from scratch and generation: ~20 s together on 2 cores, the
+whole site ~2 minutes; they show the head, model and neuron views) are built by
+``docs/site/build_site.py`` into a temporary folder, served on 127.0.0.1 and opened
+from the index page in chromium whose every non-local request is aborted (a blocked
+request fails the test): the widget manager, require.js and anywidget come from the
+site's ``_static/`` folder, and every widget draws its current view with no kernel
+and no "Loading" left.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from browser_kit import DEFAULT_VIEW, PageWatch, Screenshots, wait_for_widget
+from page_kit import CANVASES, VIEW_ROOTS, canvas_stats
+
+pytestmark = pytest.mark.browser
+
+BUILD_SITE = Path(__file__).resolve().parents[2] / "docs" / "site" / "build_site.py"
+PAGES = ("mha_from_scratch.html", "generation.html")
+CDN = re.compile(r"unpkg\.com|cdn\.jsdelivr\.net|cdnjs\.cloudflare\.com")
+WIDGET = '.jupyter-widgets [data-testid="attnscope-root"]'
+
+
+def build_site() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("build_site", BUILD_SITE)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up while it is made
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    build_site().build(out, [f"{Path(p).stem}.ipynb" for p in PAGES])
+    return out
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site_url(site: Path) -> Iterator[str]:
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(site))
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_pages_load_their_scripts_from_the_site_not_a_cdn(site: Path) -> None:
+    assert sorted(p.name for p in site.glob("*.html")) == sorted([*PAGES, "index.html"])
+    for name in PAGES:
+        body = (site / name).read_text(encoding="utf-8")
+        scripts = re.findall(r"<script[^>]*\ssrc=\"([^\"]*)\"", body)
+        assert "_static/require.js" in scripts
+        assert "_static/html-manager/embed-amd.js" in body
+        assert 'anywidget: "_static/anywidget"' in body
+        assert not [s for s in scripts if CDN.search(s)], scripts
+        assert "mathjax" not in body.lower()
+    for vendored in ("require.js", "anywidget.js", "html-manager/embed-amd.js"):
+        assert (site / "_static" / vendored).stat().st_size > 10_000
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert all(f'href="{name}"' in index for name in PAGES)
+    assert "Masked multi-head attention, from scratch" in index  # the notebook's first heading
+
+
+def view_of(widget: Any) -> str:
+    view = widget.locator(DEFAULT_VIEW).first
+    view.wait_for(state="attached", timeout=60_000)
+    return next(name for name, root in VIEW_ROOTS.items() if widget.locator(root).count())
+
+
+def test_two_pages_from_the_index_draw_every_widget_offline(
+    site_url: str, page: Any, page_watch: PageWatch, screenshots: Screenshots
+) -> None:
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    for name in PAGES:
+        page.goto(f"{site_url}/index.html")
+        page.locator(f'a[href="{name}"]').click()
+        page.wait_for_url(f"{site_url}/{name}")
+        widgets = page.locator(WIDGET)
+        widgets.first.wait_for(state="attached", timeout=60_000)
+        count = widgets.count()
+        assert count >= 2, f"{name}: {count} widgets"
+        drawn = []
+        for index in range(count):
+            widget = widgets.nth(index)
+            view = view_of(widget)
+            wait_for_widget(widget, root=VIEW_ROOTS[view], timeout_ms=60_000)
+            ink = canvas_stats(widget.locator(CANVASES[view]).first).painted
+            assert ink > 1000, f"{name}: widget {index} ({view} view) drew {ink} pixels"
+            assert "Loading" not in widget.inner_text(), f"{name}: widget {index} still loading"
+            drawn.append(view)
+        assert "head" in drawn
+        assert "neuron" in drawn
+        if screenshots.enabled:
+            screenshots.take(f"docs-site-{Path(name).stem}", widgets.first)
+    local = [u for u in requested if u.startswith(site_url)]
+    assert local == requested  # nothing asked of another host (the page fixture aborts it)
+    assert f"{site_url}/_static/html-manager/embed-amd.js" in requested
+    assert f"{site_url}/_static/anywidget.js" in requested
+    assert not page_watch.blocked
