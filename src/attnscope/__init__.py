@@ -43,6 +43,7 @@ _PUBLIC = {
     "retrieval_scores": "attnscope.analysis.retrieval",
     "image_attention": "attnscope.analysis.images",
     "needle_in_a_haystack": "attnscope.analysis.needle",
+    "looked_at": "attnscope.analysis.looked_at",
     "open_strongest": "attnscope.display.open_strongest",
     "segments": "attnscope.analysis.segments",
 }
@@ -64,6 +65,7 @@ __all__ = [
     "heads_max",
     "heads_mean",
     "image_attention",
+    "looked_at",
     "merge_words",
     "model_view",
     "needle_in_a_haystack",
@@ -95,6 +97,7 @@ if TYPE_CHECKING:
     )
     from attnscope.analysis.compare import AttentionComparison, compare
     from attnscope.analysis.images import image_attention
+    from attnscope.analysis.looked_at import looked_at
     from attnscope.analysis.needle import needle_in_a_haystack
     from attnscope.analysis.retrieval import retrieval_scores
     from attnscope.analysis.scan import scan

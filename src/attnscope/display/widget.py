@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anywidget
 import traitlets as t
@@ -43,6 +43,9 @@ from attnscope.encode.selection import (
 )
 from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionStream, AttentionTrace
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 OPTIONS = ("view", *WIDGET_OPTIONS)
 """Keyword arguments :class:`AttentionWidget` takes after the trace."""
@@ -444,6 +447,43 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 f"{self._ranking.names} (or set rank_by to one)."
             )
         return self._ranking.strongest_input(name, self.layer, self.head)
+
+    def looked_at(
+        self, *, needle: tuple[int, int] | None = None, start: int | None = None
+    ) -> pd.DataFrame:
+        """Where the selected head looked at each generation step: its strongest key per step.
+
+        :func:`attnscope.looked_at` of this widget's trace for :attr:`layer` and
+        :attr:`head` (a click on a model-view cell sets both). ``needle`` and
+        ``start`` default to those of the ``scan=`` table when it is a
+        :func:`attnscope.retrieval_scores` DataFrame (its ``attrs``), so copies are marked.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from attnscope import AttentionTrace, AttentionWidget, retrieval_scores
+        >>> tokens = ["x", "a", "b", "c", "a", "b", "c"]
+        >>> weights = np.zeros((1, 1, 7, 7), np.float32)
+        >>> weights[0, 0, np.arange(7), np.maximum(np.arange(7) - 2, 0)] = 1
+        >>> trace = AttentionTrace(tokens, weights)
+        >>> w = AttentionWidget(trace, scan=retrieval_scores(trace, needle=(1, 4), start=4))
+        >>> w.looked_at()[["token", "key", "copy"]].values.tolist()
+        [['a', 1, True], ['b', 2, True], ['c', 3, True]]
+        """
+        from attnscope.analysis.looked_at import looked_at
+
+        attrs = getattr(self._scan, "attrs", {}) if self._scan is not None else {}
+        found = attrs.get("needle") if needle is None else needle
+        first = attrs.get("start") if start is None else start
+        stream = self._stream()
+        return looked_at(
+            self._trace,
+            layer=int(stream.layers[self.layer]),
+            head=self.head,
+            start=first,
+            needle=None if found is None else (int(found[0]), int(found[1])),
+            stream=self.stream,
+        )
 
     def open_strongest(
         self, inputs: Sequence[Any], model: Any = None, **options: Any

@@ -1,0 +1,120 @@
+"""A needle run in the widget (issue 24): retrieval heads ranked, and where a head looked per step.
+
+A generation trace built by hand (a copying head and a uniform one, so every
+expected key is known), then a real generation of a tiny random Llama, where
+``looked_at`` is held to an argmax of the trace's own attention rows written
+here from Wu et al. 2024's definition (lowest index on ties, keys j < p).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import attnscope
+from attnscope import AttentionTrace, AttentionWidget, looked_at, retrieval_scores
+from attnscope.errors import AttnscopeError
+
+# prompt "x a b c q", then the model writes "a b c": a copy of the needle a b c (tokens 1..3)
+TOKENS = ["x", "a", "b", "c", "q", "a", "b", "c"]
+PROMPT = 5
+
+
+def needle_run() -> AttentionTrace:
+    n = len(TOKENS)
+    weights = np.zeros((2, 2, n, n), np.float32)
+    rows = np.arange(n)
+    for layer in range(2):
+        weights[layer, 0, rows, np.maximum(rows - 3, 0)] = 1.0  # copier: query i -> key i - 3
+        weights[layer, 1] = np.tril(np.ones((n, n))) / (rows[:, None] + 1)  # uniform causal
+    weights[1, 0] = weights[1, 1]  # layer 1: no copier
+    generation = {
+        "prompt_length": PROMPT,
+        "generated_ids": [1, 2, 3],
+        "generated_text": "a b c",
+        "settings": {},
+    }
+    return AttentionTrace(TOKENS, weights, metadata={"generation": generation})
+
+
+def test_the_model_view_ranks_a_needle_run_by_retrieval() -> None:
+    trace = needle_run()
+    scores = retrieval_scores(trace, needle=(1, 4))
+    widget = AttentionWidget(trace, scan=scores, view="model")
+    assert widget.rank_by == "scan:retrieval"
+    ((content, buffers),) = widget.answer({"type": "request", "keys": ["stats:self"]})
+    arrays = {
+        a["name"]: np.frombuffer(buffers[a["buffer"]], np.float32).reshape(a["shape"])
+        for a in content["chunks"][0]["arrays"]
+    }
+    np.testing.assert_array_equal(arrays["scan:retrieval"], [[1, 0], [0, 0]])
+    # The copier, chosen in the model view (a click sets layer and head): each step's key.
+    widget.layer, widget.head = 0, 0
+    steps = widget.looked_at()
+    assert steps["key"].tolist() == [1, 2, 3]
+    assert steps["key_token"].tolist() == ["a", "b", "c"]
+    assert steps["copy"].all()
+    assert steps["step"].tolist() == [0, 1, 2]
+    widget.head = 1  # the uniform head ties everywhere: the lowest key, no copy
+    assert widget.looked_at()["key"].tolist() == [0, 0, 0]
+    assert not widget.looked_at()["copy"].any()
+
+
+def test_looked_at_without_a_needle_and_its_errors() -> None:
+    trace = needle_run()
+    steps = looked_at(trace, layer=0, head=0)  # start: the first generated token
+    assert steps.columns.tolist() == ["step", "position", "token", "key", "key_token"]
+    assert steps["position"].tolist() == [5, 6, 7]
+    with pytest.raises(AttnscopeError, match="layer=4 is not in stream"):
+        looked_at(trace, layer=4, head=0)
+    with pytest.raises(AttnscopeError, match="head=2 is out of range"):
+        looked_at(trace, layer=0, head=2)
+    with pytest.raises(AttnscopeError, match="needle="):
+        looked_at(trace, layer=0, head=0, needle=(3, 1))
+    plain = AttentionTrace(TOKENS, np.full((1, 1, 8, 8), 1 / 8, np.float32))
+    with pytest.raises(AttnscopeError, match="start=None needs a trace that holds a generation"):
+        looked_at(plain, layer=0, head=0)
+
+
+@pytest.fixture(scope="module")
+def generated(minilm: tuple[Any, Any]) -> AttentionTrace:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    _, tokenizer = minilm
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        pad_token_id=0,
+    )
+    model = LlamaForCausalLM(config).eval()
+    text = "The secret number is 42. Grass is green. What is the secret number?"
+    return attnscope.capture(model, text, tokenizer=tokenizer, max_new_tokens=6)
+
+
+def test_looked_at_is_the_argmax_of_each_step_query_on_a_real_generation(
+    generated: AttentionTrace,
+) -> None:
+    start = generated.prompt_length
+    assert start is not None
+    stream = generated.streams["self"]
+    for layer in range(2):
+        attention = np.asarray(stream.layer_attention(layer))  # (heads, q, k)
+        for head in range(4):
+            expected = []
+            for p in range(start, stream.q_len):
+                row = attention[head, p - 1, :p]
+                expected.append(int(np.flatnonzero(row == row.max())[0]))
+            steps = looked_at(generated, layer=layer, head=head, needle=(1, 4))
+            assert steps["key"].tolist() == expected
+            scores = retrieval_scores(generated, needle=(1, 4))
+            row = scores[(scores["layer"] == layer) & (scores["head"] == head)]
+            assert int(steps["copy"].sum()) == int(row["copy_steps"].iloc[0])
