@@ -12,7 +12,7 @@ import type { Painter } from "../paint/painter";
 import { streamOf } from "../tokens";
 import type { AppState, Chunk, Cleanup, ViewContext } from "../types";
 import { fmt, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, watchResize, widthOf } from "./common";
-import { generationClasses, generationOf, type Generation } from "../generation";
+import { generationClasses, generationOf, queryOfStep, type Generation } from "../generation";
 import {
   analyse, analysisControls, displayOf, offeredPseudo, pseudoColor, rowOf, summedRows, sums, tokenOf,
   type Analysed, type Display,
@@ -24,7 +24,7 @@ import {
   visibleRows, type HeadLayout, type Hover, type TopRows,
 } from "./head_lines";
 import { paintLines, paintOffscreenCounts, paintTokenLabels } from "./head_paint";
-import { stepControl, type StepControl } from "./head_step";
+import { stepControl, strongestKey, type LookedAt, type StepControl } from "./head_step";
 import { tokenSearch } from "./head_search";
 import { queryRolloutRows, rolloutToggle } from "./head_rollout";
 import { defaultLineScale, exportCaption, faintNotice, headOffsets, scaleControl, scaleLegend, type LineScale } from "./head_scale";
@@ -422,8 +422,16 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     generation = generationOf(meta, st().stream);
     steps?.stop();
     steps?.el.remove();
-    steps = generation ? stepControl(L, store, generation, () => display.tokensQ) : null;
+    steps = generation ? stepControl(L, store, generation, () => display.tokensQ, lookedAt) : null;
     if (steps) bar.prepend(steps.el);
+  }
+
+  /** With one head selected (a model-view click), its strongest key at a step, once that row is loaded. */
+  function lookedAt(step: number): LookedAt | null {
+    const heads = st().heads, rows = ready ? top.rows() : null;
+    if (!rows || heads.length !== 1 || !generation) return null;
+    const key = strongestKey(rows, heads[0] as number, queryOfStep(generation, step));
+    return key == null ? null : { head: heads[0] as number, key };
   }
 
   /** Scroll a selected row into view (keyboard moves the query past the edge). */

@@ -6,6 +6,7 @@ import { labelElement } from "../label_text";
 import type { Side } from "../tokens";
 import type { AppState, Store } from "../types";
 import { h, type Listeners } from "./common";
+import type { TopRows } from "./head_lines";
 
 /** Time each step is shown while playing. */
 export const PLAY_MS = 700;
@@ -21,14 +22,38 @@ export interface StepControl {
 /** A label in quotes, escaped as a JSON string and isolated in a <bdi>. */
 const quoted = (label: string): (string | Node)[] => ['"', labelElement(JSON.stringify(label).slice(1, -1)), '"'];
 
-/** What the caption says at `step`: the query token, and the token its attention chose. */
-export function stepCaption(g: Generation, step: number | null, side: Side): (string | Node)[] {
-  if (step == null) return [`${g.count} generated`];
-  const at = queryOfStep(g, step);
-  return [`step ${step + 1}/${g.count}: `, ...quoted(side.labels[at] ?? ""), " → ", ...quoted(side.labels[at + 1] ?? "")];
+/** Where one head looked at a step: its strongest key. */
+export interface LookedAt { head: number; key: number }
+
+/**
+ * The key `j <= query` that head `head` weighs most in row `query` of a loaded `top:` layer,
+ * the lowest on ties (Wu et al.'s strongest key, as attnscope.looked_at); null when the row
+ * is not loaded. Read from the chunk's bytes: keys within one byte of the largest tie.
+ */
+export function strongestKey(top: TopRows, head: number, query: number): number | null {
+  const Q = top.queries, T = top.slots, base = (head * Q + query) * T;
+  if (!((top.rowmax[head * Q + query] as number) > 0)) return null;
+  let best = -1, most = -1;
+  for (let t = 0; t < T; t++) {
+    const k = top.index ? (top.index[base + t] as number) : t;
+    const w = Math.abs(top.weight[base + t] as number);
+    if (k > query) continue;
+    if (w > most || (w === most && k < best)) { best = k; most = w; }
+  }
+  return best < 0 ? null : best;
 }
 
-export function stepControl(L: Listeners, store: Store<AppState>, g: Generation, side: () => Side): StepControl {
+/** What the caption says at `step`: the query token, the token its attention chose, and where the one selected head looked. */
+export function stepCaption(g: Generation, step: number | null, side: Side, looked: LookedAt | null = null): (string | Node)[] {
+  if (step == null) return [`${g.count} generated`];
+  const at = queryOfStep(g, step);
+  const where = looked ? [` · head ${looked.head} looked most at `, ...quoted(side.labels[looked.key] ?? ""), ` (#${looked.key})`] : [];
+  return [`step ${step + 1}/${g.count}: `, ...quoted(side.labels[at] ?? ""), " → ", ...quoted(side.labels[at + 1] ?? ""), ...where];
+}
+
+export function stepControl(
+  L: Listeners, store: Store<AppState>, g: Generation, side: () => Side, lookedAt: (step: number) => LookedAt | null = () => null,
+): StepControl {
   const el = h("div", "attnscope-step", { role: "group", "aria-label": "Generation steps", "data-testid": "step-control" });
   const button = (label: string, title: string, testid: string): HTMLButtonElement => {
     const b = h("button", "attnscope-btn", { type: "button", title, "aria-label": title, "data-testid": testid });
@@ -84,7 +109,9 @@ export function stepControl(L: Listeners, store: Store<AppState>, g: Generation,
     next.disabled = s === g.count - 1;
     all.disabled = s == null;
     slider.value = String(s ?? 0);
-    caption.replaceChildren(...stepCaption(g, s, side()));
+    const looked = s == null ? null : lookedAt(s);
+    caption.dataset.key = looked ? String(looked.key) : "";
+    caption.replaceChildren(...stepCaption(g, s, side(), looked));
   }
   sync();
   return { el, sync, stop };

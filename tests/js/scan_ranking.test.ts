@@ -1,6 +1,8 @@
 // The model view ranked by a scan (widget `scan=`, issue 24): the `stats:` chunk carries
 // `scan:<c>` means and `scan:<c>:spread` arrays, and `_meta.statistics` names them.
 import { describe, expect, it } from "vitest";
+import type { Side } from "../../js/tokens";
+import { stepCaption, strongestKey } from "../../js/views/head_step";
 import { cellNumbers, layerRanking, rankWords } from "../../js/views/model_stats";
 
 const f32 = (values: number[]) => ({ dtype: "f32" as const, shape: [1, 3], data: Float32Array.from(values) });
@@ -31,5 +33,36 @@ describe("a scan's statistic in the model view", () => {
     expect(rankWords(scanPrev)).toBe("rank: scan:prev · mean over 4 inputs (± spread)");
     expect(rankWords({ ...scanPrev, name: "scan:retrieval", inputs: 6, over: "runs" })).toBe("rank: scan:retrieval · mean over 6 runs (± spread)");
     expect(rankWords({ name: "sink", label: "", formula: "", source: "" })).toBe("rank: sink");
+  });
+});
+
+describe("where one head looked at each generation step", () => {
+  // Two heads, three query rows, full rows (no index): bytes of row / rowmax.
+  const full = {
+    index: null,
+    weight: Uint8Array.from([255, 0, 0, 100, 255, 0, 255, 255, 90, /* head 1 */ 255, 0, 0, 255, 255, 0, 10, 20, 255]),
+    rowmax: Float32Array.from([1, 0.6, 0.4, 1, 0.5, 0.7]),
+    queries: 3,
+    slots: 3,
+  };
+  it("is the row's largest weight, the lowest key on ties, never a later key", () => {
+    expect(strongestKey(full, 0, 1)).toBe(1);
+    expect(strongestKey(full, 0, 2)).toBe(0); // keys 0 and 1 tie
+    expect(strongestKey(full, 1, 1)).toBe(0); // a tie again: the lowest
+    expect(strongestKey(full, 1, 2)).toBe(2);
+  });
+  it("reads top-k rows through their key index, skips later keys, and knows an unloaded row", () => {
+    // One head, two query rows of two slots; row 0 is not loaded (rowmax 0).
+    const top = { index: Uint32Array.from([0, 0, 1, 0]), weight: Uint8Array.from([0, 0, 40, 255]), rowmax: Float32Array.from([0, 0.9]), queries: 2, slots: 2 };
+    expect(strongestKey(top, 0, 1)).toBe(0); // slot 1 holds key 0
+    expect(strongestKey({ ...top, index: Uint32Array.from([0, 0, 3, 1]), weight: Uint8Array.from([0, 0, 255, 40]) }, 0, 1)).toBe(1); // key 3 is after the query
+    expect(strongestKey(top, 0, 0)).toBe(null);
+  });
+  it("says so in the step caption", () => {
+    const g = { prompt: 3, count: 2 };
+    const side = { labels: ["x", "a", "b", "a", "b"] } as unknown as Side;
+    const text = (parts: (string | Node)[]) => parts.map((p) => (typeof p === "string" ? p : p.textContent)).join("");
+    expect(text(stepCaption(g, 0, side, { head: 2, key: 1 }))).toBe('step 1/2: "b" → "a" · head 2 looked most at "a" (#1)');
+    expect(text(stepCaption(g, 0, side))).toBe('step 1/2: "b" → "a"');
   });
 });
