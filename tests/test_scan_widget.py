@@ -231,3 +231,13 @@ def test_bad_open_strongest_calls_say_what_to_pass(
         ranked.open_strongest(TEXTS)
     with pytest.raises(TypeError, match="comparison"):
         AttentionWidget(attnscope.compare(trace, trace), scan=scanned)
+
+
+def test_saved_widget_state_and_snapshot_keep_the_scan(
+    scanned: pd.DataFrame, trace: AttentionTrace
+) -> None:
+    widget = AttentionWidget(trace, scan=scanned, view="model")
+    data, _ = widget._repr_mimebundle_()
+    names = [a["name"] for a in widget._saved["stats:self"]["arrays"]]
+    assert names[-4:] == ["scan:prev", "scan:prev:spread", "scan:entropy", "scan:entropy:spread"]
+    assert "scan:prev:spread" in data["text/html"]  # the kernel-less snapshot's _meta
