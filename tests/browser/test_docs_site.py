@@ -1,12 +1,12 @@
 """The docs site (``make docs``) works offline: its pages' widgets draw from saved state.
 
-Two example notebooks (from scratch and generation: ~20 s together on 2 cores, the
-whole site ~2 minutes; they show the head, model and neuron views) are built by
-``docs/site/build_site.py`` into a temporary folder, served on 127.0.0.1 and opened
-from the index page in chromium whose every non-local request is aborted (a blocked
-request fails the test): the widget manager, require.js and anywidget come from the
-site's ``_static/`` folder, and every widget draws its current view with no kernel
-and no "Loading" left.
+Two example notebooks (from scratch and minimal pairs: ~10 s together on 2 cores, the
+whole site ~1-2 minutes; they show the head, model, neuron and compared neuron views)
+are built by ``docs/site/build_site.py`` into a temporary folder, served on
+127.0.0.1 and opened from the index page in chromium whose every non-local request
+is aborted (a blocked request fails the test): the widget manager, require.js and
+anywidget come from the site's ``_static/`` folder, and every widget draws its
+current view with no kernel, no "Loading" left and no error notice.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 from browser_kit import DEFAULT_VIEW, PageWatch, Screenshots, wait_for_widget
-from page_kit import CANVASES, VIEW_ROOTS, canvas_stats
+from page_kit import canvas_stats
 
 pytestmark = pytest.mark.browser
 
 BUILD_SITE = Path(__file__).resolve().parents[2] / "docs" / "site" / "build_site.py"
-PAGES = ("mha_from_scratch.html", "generation.html")
+PAGES = ("mha_from_scratch.html", "minimal_pairs.html")
 CDN = re.compile(r"unpkg\.com|cdn\.jsdelivr\.net|cdnjs\.cloudflare\.com")
 WIDGET = '.jupyter-widgets [data-testid="attnscope-root"]'
 
@@ -84,13 +84,15 @@ def test_pages_load_their_scripts_from_the_site_not_a_cdn(site: Path) -> None:
         assert (site / "_static" / vendored).stat().st_size > 10_000
     index = (site / "index.html").read_text(encoding="utf-8")
     assert all(f'href="{name}"' in index for name in PAGES)
-    assert "Masked multi-head attention, from scratch" in index  # the notebook's first heading
+    assert (
+        "Minimal pairs: how attention changes between two inputs" in index
+    )  # the notebook's first heading
 
 
-def view_of(widget: Any) -> str:
-    view = widget.locator(DEFAULT_VIEW).first
-    view.wait_for(state="attached", timeout=60_000)
-    return next(name for name, root in VIEW_ROOTS.items() if widget.locator(root).count())
+def ink(view: Any) -> int:
+    """Painted pixels of the view's most inked canvas (a view draws on one or several)."""
+    canvases = view.locator("canvas")
+    return max(canvas_stats(canvases.nth(i)).painted for i in range(canvases.count()))
 
 
 def test_two_pages_from_the_index_draw_every_widget_offline(
@@ -98,6 +100,7 @@ def test_two_pages_from_the_index_draw_every_widget_offline(
 ) -> None:
     requested: list[str] = []
     page.on("request", lambda request: requested.append(request.url))
+    views: list[str] = []
     for name in PAGES:
         page.goto(f"{site_url}/index.html")
         page.locator(f'a[href="{name}"]').click()
@@ -106,19 +109,20 @@ def test_two_pages_from_the_index_draw_every_widget_offline(
         widgets.first.wait_for(state="attached", timeout=60_000)
         count = widgets.count()
         assert count >= 2, f"{name}: {count} widgets"
-        drawn = []
         for index in range(count):
             widget = widgets.nth(index)
-            view = view_of(widget)
-            wait_for_widget(widget, root=VIEW_ROOTS[view], timeout_ms=60_000)
-            ink = canvas_stats(widget.locator(CANVASES[view]).first).painted
-            assert ink > 1000, f"{name}: widget {index} ({view} view) drew {ink} pixels"
-            assert "Loading" not in widget.inner_text(), f"{name}: widget {index} still loading"
-            drawn.append(view)
-        assert "head" in drawn
-        assert "neuron" in drawn
+            view = wait_for_widget(widget, root=DEFAULT_VIEW, timeout_ms=60_000)
+            kind = view.get_attribute("data-testid")
+            assert ink(view) > 1000, f"{name}: widget {index} ({kind}) drew nothing"
+            text = widget.inner_text()
+            assert "Loading" not in text, f"{name}: widget {index} ({kind}) still loading"
+            alerts = widget.locator('[role="alert"]:visible')
+            assert alerts.count() == 0, f"{name}: widget {index}: {alerts.all_inner_texts()}"
+            assert "saved widget state" in text  # it says what needs a kernel
+            views.append(kind)
         if screenshots.enabled:
             screenshots.take(f"docs-site-{Path(name).stem}", widgets.first)
+    assert {"head-view", "model-view", "neuron-view", "compare-neuron-view"} <= set(views)
     local = [u for u in requested if u.startswith(site_url)]
     assert local == requested  # nothing asked of another host (the page fixture aborts it)
     assert f"{site_url}/_static/html-manager/embed-amd.js" in requested
