@@ -78,7 +78,7 @@ def _query_in_view(scope: Any, query: int) -> None:
     assert top <= query * ROW <= top + height, (query, top, height)
 
 
-def drive_overview(scope: Any, screenshots: Any, shot: Any, name: str) -> int:
+def drive_overview(scope: Any, page: Any, screenshots: Any, shot: Any, name: str) -> int:
     """Zoom, click and search in the overview under ``scope``; return the query clicked."""
     _show(scope, "model")
     panel = wait_for_widget(scope, root=OVERVIEW, timeout_ms=SLOW_MS)
@@ -121,6 +121,24 @@ def drive_overview(scope: Any, screenshots: Any, shot: Any, name: str) -> int:
     screenshots.take(f"{name}-needle", shot)
     _show(scope, "head")
     _query_in_view(scope, NEEDLE)
+
+    # The wheel zooms about the pointer; a shift-click opens the neuron view on that query
+    _show(scope, "model")
+    panel = wait_for_widget(scope, root=OVERVIEW, timeout_ms=SLOW_MS)
+    panel = _redraw(scope, panel, panel.locator('[data-testid="overview-fit"]').click)
+    assert panel.get_attribute("data-level") == "0"
+    y = box["height"] * 0.8
+    fit, before = _number(panel, "scale"), _number(panel, "y0") + y / _number(panel, "scale")
+    canvas.hover(position={"x": box["width"] * 0.6, "y": y})
+    panel = _redraw(scope, panel, lambda: page.mouse.wheel(0, -700))
+    assert int(panel.get_attribute("data-level") or 0) >= 2
+    zoomed = _number(panel, "scale")
+    picked = int(_number(panel, "y0") + y / zoomed)
+    assert abs(picked - before) <= 1 / fit  # the row under the pointer stayed under it
+    canvas.click(position={"x": box["width"] * 0.6, "y": box["height"] * 0.8}, modifiers=["Shift"])
+    neuron = wait_for_widget(scope, root=VIEW_ROOTS["neuron"], timeout_ms=SLOW_MS)
+    shown = int(neuron.locator('[data-testid="neuron-query"]').input_value())
+    assert abs(shown - picked) <= 2 / zoomed  # within the canvas's border
     return query
 
 
@@ -128,7 +146,7 @@ def test_overview_in_the_saved_page(page: Any, page_32k: Path, screenshots: Any)
     page.set_default_timeout(SLOW_MS)
     page.set_viewport_size({"width": 1100, "height": 1400})
     exported = ExportedPage(page, page_32k.as_uri()).open()
-    drive_overview(page, screenshots, exported.picture(), "overview-32768-page")
+    drive_overview(page, page, screenshots, exported.picture(), "overview-32768-page")
 
 
 CAPTURE = f"""
@@ -163,7 +181,8 @@ def test_overview_in_the_live_widget_in_jupyterlab(
     assert out.strip().endswith(str(TOKENS)), out
     index = lab.run_code('w = attnscope.AttentionWidget(trace, view="model")\nw')
     output = lab.cell_output(index)
-    query = drive_overview(output, screenshots, output, "overview-32768-jupyterlab")
-    # The browser's selection reached Python: the needle is the query, the click's key stayed.
+    query = drive_overview(output, lab.page, screenshots, output, "overview-32768-jupyterlab")
+    # The browser's selection reached Python: the shift-click's query, key and view.
     state = lab.output_text(lab.run_code("print(w.query, w.view, w.key is not None)")).strip()
-    assert state == f"{NEEDLE} head True", (state, query)
+    assert state.split()[1:] == ["neuron", "True"], (state, query)
+    assert abs(int(state.split()[0]) - 0.8 * TOKENS) < 300, state
