@@ -45,7 +45,13 @@ export function mountOverview(ctx: ViewContext, parent: HTMLElement): Cleanup {
   bar.append(title, headSel, zoomOut, zoomIn, fit, search, where);
   const status = h("div", "attnscope-status");
   const canvas = h("canvas", "attnscope-ov-canvas", { "data-testid": "overview-canvas", role: "img", "aria-label": "Overview of the whole attention matrix" });
-  panel.append(bar, status, canvas);
+  const legend = h("div", "attnscope-ov-legend attnscope-hint", { "data-testid": "overview-legend" });
+  const ramp = h("canvas", "attnscope-ov-ramp");
+  const [low, high] = [h("span"), h("span")];
+  low.textContent = "weight 10⁻⁶";
+  high.textContent = "1 (log scale; blank: a key the query cannot see)";
+  legend.append(low, ramp, high);
+  panel.append(bar, status, canvas, legend);
   parent.append(panel);
 
   const sm = () => streamOf(meta, store.get().stream);
@@ -189,6 +195,16 @@ export function mountOverview(ctx: ViewContext, parent: HTMLElement): Cleanup {
     }
   }
 
+  function paintRamp(): void {
+    const g = sizeCanvas(ramp, 160, 10);
+    if (!g) return;
+    for (let x = 0; x < 160; x++) {
+      const b = 1 + Math.round((x / 159) * 254);
+      g.fillStyle = `rgb(${lut[b * 4] ?? 0},${lut[b * 4 + 1] ?? 0},${lut[b * 4 + 2] ?? 0})`;
+      g.fillRect(x, 0, 1, 10);
+    }
+  }
+
   function say(): void {
     title.textContent = `Overview of layer ${sm().layers[store.get().layer] ?? store.get().layer} (log scale, 6 decades; click: open the head view there, shift-click: the neuron view)`;
   }
@@ -247,6 +263,7 @@ export function mountOverview(ctx: ViewContext, parent: HTMLElement): Cleanup {
     if (changed.has("theme_rev")) {
       theme = readTheme(root, store.get().resolved_theme === "dark");
       lut = thumbLut(theme, "log");
+      paintRamp();
       images.clear();
       asked.clear();
     }
@@ -256,6 +273,7 @@ export function mountOverview(ctx: ViewContext, parent: HTMLElement): Cleanup {
     sched.request();
   });
   fillHeads();
+  paintRamp();
   say();
   sched.request();
   return () => {
