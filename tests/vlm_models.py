@@ -11,12 +11,10 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-import pytest
 import torch
 
 # transformers' image processors need pillow (torchvision, the other backend, does not install
-# beside this torch): without it these tests are skipped, not failed.
-pytest.importorskip("PIL", reason="pillow is not installed (pip install pillow)")
+# beside this torch): pyproject's `tiers` extra installs it, and SmolVLM's num2words.
 
 TEXT = {
     "llava": "Look <image> at this cat",
@@ -270,9 +268,8 @@ def idefics3() -> tuple[Any, Any]:
 def smolvlm() -> tuple[Any, Any]:
     """(model, processor): :func:`idefics3`'s tiles and sizes with SmolVLM's classes.
 
-    Its processor needs ``num2words``: without it the tests that use it are skipped.
+    Its processor needs ``num2words`` (in pyproject's ``tiers`` extra).
     """
-    pytest.importorskip("num2words", reason="SmolVLM's processor needs num2words")
     from transformers import SmolVLMConfig, SmolVLMForConditionalGeneration, SmolVLMProcessor
     from transformers.models.smolvlm.image_processing_pil_smolvlm import (
         SmolVLMImageProcessorPil,
