@@ -52,6 +52,8 @@ export interface StatisticMeta {
   inputs?: number;
   /** What `inputs` counts: "inputs" (a scan) or "runs" (a needle-in-a-haystack table). */
   over?: string;
+  /** A scan over inputs: the array holding the input where each head is strongest (NaN: none). */
+  strongest?: string;
 }
 
 export interface Meta {

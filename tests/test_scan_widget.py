@@ -79,9 +79,10 @@ def test_stats_chunk_and_meta_hold_the_scan_means_and_spreads(
     arrays = browser_arrays(widget, "stats:self")
     assert "prev" in arrays  # the trace's own statistics stay
     for column in ("prev", "entropy"):
-        mean, std, _ = by_hand(scanned, column)
+        mean, std, best = by_hand(scanned, column)
         np.testing.assert_allclose(arrays[f"scan:{column}"], mean, rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(arrays[f"scan:{column}:spread"], std, rtol=1e-5, atol=1e-7)
+        np.testing.assert_array_equal(arrays[f"scan:{column}:strongest"], best)
     # The scan's means are not this one input's statistics.
     assert not np.allclose(arrays["scan:prev"], arrays["prev"])
 
@@ -173,8 +174,10 @@ def test_a_stream_too_long_for_its_statistics_still_ranks_by_the_scan(
     assert sorted(arrays) == [
         "scan:entropy",
         "scan:entropy:spread",
+        "scan:entropy:strongest",
         "scan:prev",
         "scan:prev:spread",
+        "scan:prev:strongest",
     ]
 
 
@@ -239,5 +242,5 @@ def test_saved_widget_state_and_snapshot_keep_the_scan(
     widget = AttentionWidget(trace, scan=scanned, view="model")
     data, _ = widget._repr_mimebundle_()
     names = [a["name"] for a in widget._saved["stats:self"]["arrays"]]
-    assert names[-4:] == ["scan:prev", "scan:prev:spread", "scan:entropy", "scan:entropy:spread"]
+    assert names[-6:-3] == ["scan:prev", "scan:prev:spread", "scan:prev:strongest"]
     assert "scan:prev:spread" in data["text/html"]  # the kernel-less snapshot's _meta

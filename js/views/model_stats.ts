@@ -56,7 +56,9 @@ export function cellNumbers(chunk: Chunk | null, stats: readonly StatisticMeta[]
     const a = chunk.arrays[s.name];
     const spread = s.spread ? chunk.arrays[s.spread] : undefined;
     const pm = spread ? ` ± ${formatStat(spread.data[l * heads + hd] as number)}` : "";
-    return a ? [`${s.name} ${formatStat(a.data[l * heads + hd] as number)}${pm}`] : [];
+    const best = s.strongest ? (chunk.arrays[s.strongest]?.data[l * heads + hd] as number | undefined) : undefined;
+    const at = best != null && Number.isFinite(best) ? ` (strongest: input ${best})` : "";
+    return a ? [`${s.name} ${formatStat(a.data[l * heads + hd] as number)}${pm}${at}`] : [];
   });
 }
 

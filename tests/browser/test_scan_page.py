@@ -73,6 +73,7 @@ def test_the_model_view_is_ordered_by_the_scan_mean(
     expect(caption).to_contain_text(
         re.compile(rf"scan:prev {mean['mean']:.2f} ± {mean['std']:.2f}")
     )
+    expect(caption).to_contain_text(f"(strongest: input {int(mean['strongest_input'])})")
     canvas.click(position=at)
     page.wait_for_selector('[data-testid="head-view"][data-ready="true"]')
     pressed = page.locator('.attnscope-swatch[aria-pressed="true"]')

@@ -17,6 +17,13 @@ const scanPrev = {
 };
 
 describe("a scan's statistic in the model view", () => {
+  it("names the input where the hovered head is strongest", () => {
+    const chunk = { key: "stats:self", arrays: { "scan:prev": f32([0.2, 0.75, 0.5]), "scan:prev:strongest": f32([2, 0, NaN]) } };
+    const stats = [{ ...scanPrev, spread: undefined, strongest: "scan:prev:strongest" }];
+    expect(cellNumbers(chunk, stats, 3, 0, 0)).toEqual(["scan:prev 0.20 (strongest: input 2)"]);
+    expect(cellNumbers(chunk, stats, 3, 0, 2)).toEqual(["scan:prev 0.50"]);
+  });
+
   it("shows each head's mean with its spread across inputs on hover", () => {
     const chunk = { key: "stats:self", arrays: { prev: f32([0.5, 0.1, 0]), "scan:prev": f32([0.2, 0.75, 0.5]), "scan:prev:spread": f32([0.05, 0.125, NaN]) } };
     const stats = [{ name: "prev", label: "", formula: "", source: "" }, scanPrev];

@@ -32,6 +32,8 @@ PREFIX = "scan:"
 """How the widget names a scan's statistics: ``scan:<column>``."""
 SPREAD = ":spread"
 """Suffix of the array holding a statistic's spread: ``scan:<column>:spread``."""
+STRONGEST = ":strongest"
+"""Suffix of the array holding the input where each head is strongest (f32, NaN for none)."""
 KEYS = ("input", "layer", "head")
 """Columns that say which head (and input) a row is, never statistics."""
 COUNTS = frozenset({"runs", "count", "steps"})
@@ -51,7 +53,8 @@ class ScanRanking:
     statistics
         ``_meta.statistics`` entries: ``name``, ``label``, ``formula``, ``source``,
         and where there is a spread: ``spread`` (its array's name), ``inputs`` (how
-        many the mean is over) and ``over`` (``"inputs"`` or ``"runs"``).
+        many the mean is over) and ``over`` (``"inputs"`` or ``"runs"``); over inputs,
+        ``strongest`` (the array of each head's strongest input).
     arrays
         The f32 ``(layers, heads)`` arrays by name, means and spreads (NaN: no value).
     strongest
@@ -198,8 +201,10 @@ def scan_ranking(frame: Any, trace: AttentionTrace, *, stream: str | None = None
     >>> r = scan_ranking(df, t)
     >>> r.names, r.statistics[0]["label"]
     (['scan:prev'], 'previous token: mean over 2 inputs (± spread across them)')
-    >>> [(n, a.astype(float).round(2).tolist()) for n, a in r.arrays]
-    [('scan:prev', [[0.4, 0.5]]), ('scan:prev:spread', [[0.2, 0.4]])]
+    >>> [n for n, _ in r.arrays]
+    ['scan:prev', 'scan:prev:spread', 'scan:prev:strongest']
+    >>> [a.astype(float).round(2).tolist() for _, a in r.arrays]
+    [[[0.4, 0.5]], [[0.2, 0.4]], [[1.0, 0.0]]]
     """
     columns = statistic_columns(frame)
     if stream is None and frame.attrs.get("stream") in trace.streams:
@@ -230,10 +235,13 @@ def _over_inputs(frame: Any, columns: list[str], stream: str, scatter: Any) -> S
         arrays.append((name, scatter(*where, ranked["mean"], np.nan, np.float32)))
         arrays.append((name + SPREAD, scatter(*where, ranked["std"], np.nan, np.float32)))
         strongest[name] = scatter(*where, ranked["strongest_input"], -1, np.int64)
+        best = np.where(strongest[name] >= 0, strongest[name], np.nan).astype(np.float32)
+        arrays.append((name + STRONGEST, best))
         label, formula, source = _label(column, inputs, "inputs")
         entries.append(
             {"name": name, "label": label, "formula": formula, "source": source}
             | {"spread": name + SPREAD, "inputs": inputs, "over": "inputs"}
+            | {"strongest": name + STRONGEST}
         )
     return ScanRanking(stream, inputs, entries, arrays, strongest)
 
