@@ -79,3 +79,26 @@ def test_the_model_view_is_ordered_by_the_scan_mean(
     pressed = page.locator('.attnscope-swatch[aria-pressed="true"]')
     assert pressed.count() == 1
     assert pressed.get_attribute("data-head") == str(head)
+
+
+def test_a_needle_run_page_says_where_the_chosen_head_looked_at_each_step(
+    page: Any, tmp_path: Path
+) -> None:
+    from test_looked_at import needle_run
+
+    trace = needle_run()  # head 0 of layer 0 copies the needle "a b c" as it writes it
+    scores = attnscope.retrieval_scores(trace, needle=(1, 4))
+    widget = attnscope.AttentionWidget(trace, scan=scores, heads=[0], head=0, step=0)
+    expected = attnscope.looked_at(trace, layer=0, head=0)
+    path = widget.save_html(tmp_path / "needle", views=("head", "model"))
+    exported = ExportedPage(page, path.as_uri()).open()
+    caption = page.locator('[data-testid="step-caption"]')
+    for step, key in enumerate(expected["key"].tolist()):
+        if step:
+            exported.redraw_after("head", lambda: page.click('[data-testid="step-next"]'))
+        label = expected["key_token"].iloc[step]
+        expect(caption).to_contain_text(f'head 0 looked most at "{label}" (#{key})')
+        expect(caption).to_have_attribute("data-key", str(key))
+    # Two heads selected: no single head to speak for.
+    exported.redraw_after("head", lambda: page.click('.attnscope-swatch[data-head="1"]'))
+    expect(caption).to_have_attribute("data-key", "")
