@@ -49,6 +49,11 @@ if TYPE_CHECKING:
 
 OPTIONS = ("view", *WIDGET_OPTIONS)
 """Keyword arguments :class:`AttentionWidget` takes after the trace."""
+SAVED_FOLLOWS = (
+    "view", "stream", "layer", "head", "query", "pseudo_heads", "rank_by",
+    "generated_only", "compare_side", "step",
+)  # fmt: skip
+"""Selection traits that change which chunks the current view draws: ``_saved`` follows them."""
 
 
 class _Heads(t.List):  # type: ignore[type-arg]
@@ -771,6 +776,14 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 self.generated_only = False
 
     # -- what a notebook saves ---------------------------------------------------------
+    @t.observe(*SAVED_FOLLOWS)
+    def _saved_follows_python(self, change: t.Bunch) -> None:
+        # A cell that changes the selection after the display (w.layer = 3) must leave saved
+        # widget state that draws what it now shows; a change the browser made is applied
+        # under ipywidgets' property lock and is not the kernel's to save.
+        if self._saved and change["name"] not in getattr(self, "_property_lock", {}):
+            self._saved = saved_chunks(self)
+
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The widget's mime bundle, plus a static snapshot for viewers without a kernel.
 
