@@ -15,6 +15,7 @@ import pytest
 
 import attnscope
 from attnscope import AttentionTrace, AttentionWidget, looked_at, retrieval_scores
+from attnscope.display.scan_ranking import RankedChunkCache
 from attnscope.errors import AttnscopeError
 
 # prompt "x a b c q", then the model writes "a b c": a copy of the needle a b c (tokens 1..3)
@@ -79,7 +80,8 @@ def test_looked_at_without_a_needle_and_its_errors() -> None:
 
 
 @pytest.fixture(scope="module")
-def generated(minilm: tuple[Any, Any]) -> AttentionTrace:
+def llama(minilm: tuple[Any, Any]) -> tuple[Any, Any]:
+    """A tiny random Llama (grouped-query attention) over MiniLM's real WordPiece tokenizer."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -95,9 +97,46 @@ def generated(minilm: tuple[Any, Any]) -> AttentionTrace:
         max_position_embeddings=256,
         pad_token_id=0,
     )
-    model = LlamaForCausalLM(config).eval()
+    return LlamaForCausalLM(config).eval(), tokenizer
+
+
+@pytest.fixture(scope="module")
+def generated(llama: tuple[Any, Any]) -> AttentionTrace:
+    model, tokenizer = llama
     text = "The secret number is 42. Grass is green. What is the secret number?"
     return attnscope.capture(model, text, tokenizer=tokenizer, max_new_tokens=6)
+
+
+def test_a_needle_in_a_haystack_table_ranks_the_model_view(
+    llama: tuple[Any, Any], generated: AttentionTrace
+) -> None:
+    model, tokenizer = llama
+    found = attnscope.needle_in_a_haystack(
+        model,
+        tokenizer=tokenizer,
+        haystack="Grass is green. The sky is blue. Water is wet.",
+        needle="The secret number is 42.",
+        question="What is the secret number?",
+        lengths=[48, 96],
+        depths=[0.0, 1.0],
+        max_new_tokens=4,
+    )
+    # A random model copies nothing (every score 0 here): this checks that the protocol's own
+    # table is taken as it is; test_scan_widget holds the layout to random per-head values.
+    widget = AttentionWidget(generated, scan=found.heads, view="model")
+    assert widget.rank_by == "scan:retrieval"
+    (entry,) = [s for s in widget._meta["statistics"] if s["name"] == "scan:retrieval"]
+    assert (entry["inputs"], entry["over"], entry["spread"]) == (4, "runs", "scan:retrieval:spread")
+    cache = widget.chunk_cache
+    assert isinstance(cache, RankedChunkCache)
+    arrays = dict(cache.encode_raw(generated, "stats:self"))
+    by_head = found.heads.set_index(["layer", "head"]).sort_index()
+    for column in ("retrieval", "retrieval_std"):
+        expected = by_head[column].to_numpy().reshape(2, 4)
+        name = "scan:retrieval" + (":spread" if column.endswith("_std") else "")
+        np.testing.assert_allclose(arrays[name], expected, rtol=1e-6)
+    with pytest.raises(AttnscopeError, match="two rows for layer"):
+        AttentionWidget(generated, scan=found.runs)  # one row per run and head: no 'input'
 
 
 def test_looked_at_is_the_argmax_of_each_step_query_on_a_real_generation(
