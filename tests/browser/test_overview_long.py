@@ -148,6 +148,15 @@ def test_overview_in_the_saved_page(page: Any, page_32k: Path, screenshots: Any)
     exported = ExportedPage(page, page_32k.as_uri()).open()
     drive_overview(page, page, screenshots, exported.picture(), "overview-32768-page")
 
+    # The dark theme repaints the tiles on the dark background; the map still shows the triangle
+    _show(page, "model")
+    panel = wait_for_widget(page, root=OVERVIEW, timeout_ms=SLOW_MS)
+    panel = _redraw(page, panel, lambda: page.select_option('[data-testid="theme-select"]', "dark"))
+    panel = _redraw(page, panel, panel.locator('[data-testid="overview-fit"]').click)
+    dark = float(panel.locator('[data-testid="overview-canvas"]').evaluate(_INK))
+    screenshots.take("overview-32768-page-dark", exported.picture())
+    assert dark > 0.35, f"the whole overview inks {dark:.1%} in the dark theme"
+
 
 CAPTURE = f"""
 import os
