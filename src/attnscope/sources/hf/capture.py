@@ -187,9 +187,9 @@ def _streams(
     }
     streams: list[AttentionStream] = []
     compressed = compressed_key_layers(model)  # read from the modules, never from counts
-    for name, found in calls.items():
+    for name, recorded in calls.items():
         query_side, key_side = _SIDES[name]
-        found, left_out = without_compressed(name, found, compressed)
+        found, left_out = without_compressed(name, recorded, compressed)
         notes.extend(left_out)
         built, more = build_streams(
             name,
