@@ -29,9 +29,25 @@ from page_kit import canvas_stats
 pytestmark = pytest.mark.browser
 
 BUILD_SITE = Path(__file__).resolve().parents[2] / "docs" / "site" / "build_site.py"
-PAGES = ("mha_from_scratch.html", "minimal_pairs.html")
+# Every example but the long-context one (its needle runs take ~20 s): the pages that change a
+# widget from Python after showing it (quickstart, decoder_and_seq2seq, finding_heads) included.
+PAGES = (
+    "quickstart.html",
+    "decoder_and_seq2seq.html",
+    "finding_heads.html",
+    "generation.html",
+    "mha_from_scratch.html",
+    "minimal_pairs.html",
+)
 CDN = re.compile(r"unpkg\.com|cdn\.jsdelivr\.net|cdnjs\.cloudflare\.com")
 WIDGET = '.jupyter-widgets [data-testid="attnscope-root"]'
+ATTNSCOPE_VIEWS = """() => {
+  const state = JSON.parse(document.querySelector(
+    'script[type="application/vnd.jupyter.widget-state+json"]').textContent).state;
+  return [...document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')]
+    .map((s) => state[JSON.parse(s.textContent).model_id])
+    .filter((m) => m && m.model_module === "anywidget").length;
+}"""
 
 
 def build_site() -> ModuleType:
@@ -105,10 +121,14 @@ def test_two_pages_from_the_index_draw_every_widget_offline(
         page.goto(f"{site_url}/index.html")
         page.locator(f'a[href="{name}"]').click()
         page.wait_for_url(f"{site_url}/{name}")
+        # Each attnscope output is one view script nbconvert wrote (other widgets, such as a
+        # progress bar, have their own): wait until each has rendered.
+        count = page.evaluate(ATTNSCOPE_VIEWS)
+        assert count >= 1, f"{name}: no attnscope widget in the page"
+        page.wait_for_function(
+            "([sel, n]) => document.querySelectorAll(sel).length >= n", arg=[WIDGET, count]
+        )
         widgets = page.locator(WIDGET)
-        widgets.first.wait_for(state="attached", timeout=60_000)
-        count = widgets.count()
-        assert count >= 2, f"{name}: {count} widgets"
         for index in range(count):
             widget = widgets.nth(index)
             view = wait_for_widget(widget, root=DEFAULT_VIEW, timeout_ms=60_000)

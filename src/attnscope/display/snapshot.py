@@ -16,6 +16,7 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from attnscope.display.page import embed_chunks, page_html
+from attnscope.encode.chunks import ChunkKey
 from attnscope.encode.meta import generation_meta, stream_top_block
 
 if TYPE_CHECKING:
@@ -133,7 +134,9 @@ def _shown_keys(widget: AttentionWidget) -> list[str]:
         generation = generation_meta(widget.trace)
         rows = generation["prompt_length"] if generation and widget.generated_only else None
         thumbs = f"thumbs:{stream}" if rows is None else f"thumbs:{stream}:{rows}"
-        return [thumbs, *([f"stats:{stream}"] if widget.rank_by else [])]
+        # The overview under the grid opens on the whole matrix: one level-0 tile of the head.
+        whole = ChunkKey("tile", stream, layer, head, tile=(0, 0, 0)).key
+        return [thumbs, *([f"stats:{stream}"] if widget.rank_by else []), whole]
     return [f"qk:{stream}:{layer}:{head}", f"attn:{stream}:{layer}:{head}"]
 
 
