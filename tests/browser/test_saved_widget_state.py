@@ -83,7 +83,7 @@ def test_saved_state_holds_the_first_screen_as_text(converted: tuple[Any, Path])
     saved = {s["state"]["view"]: s["state"]["_saved"] for s in states}
     assert sorted(saved) == ["head", "model"]
     assert list(saved["head"]) == ["top:self:3"]  # layer 3, as displayed
-    assert list(saved["model"]) == ["thumbs:self"]
+    assert list(saved["model"]) == ["thumbs:self", "tile:self:0:0:0:0:0"]  # + the overview
     for state in states:
         # base64 text only: Colab drops binary buffers from a widget's initial state
         assert not state.get("buffers")
