@@ -30,6 +30,7 @@ import { queryRolloutRows, rolloutToggle } from "./head_rollout";
 import { defaultLineScale, exportCaption, faintNotice, headOffsets, scaleControl, scaleLegend, type LineScale } from "./head_scale";
 import { clearRows, placeRows, type TokenColumn } from "./head_tokens";
 import { diffLegend, paintSignedLines } from "./compare_head";
+import { signedColor } from "./compare_colors";
 
 export function renderHeadView(ctx: ViewContext): Cleanup {
   const { meta, store, data, root } = ctx;
@@ -200,7 +201,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     const f = focusedQuery(hover, rowOf(display.wordsQ, st().query));
     const top = loaded();
     if (f < 0 || f >= qLen || !top) return null;
-    keyWeights(keyW, top, shownHeads(), f);
+    keyWeights(keyW, top, shownHeads(), f, signed);
     const rm = rowMax(top, shownHeads(), f);
     if (scale === "row" && rm > 0) for (let k = 0; k < keyW.length; k++) keyW[k] = (keyW[k] as number) / rm;
     return keyW;
@@ -237,7 +238,10 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     body.style.height = `${g.rows * ROW}px`;
     const extra = (i: number): string => generationClasses(generation, s.step, i);
     const marks = (side: "query" | "key", selected: number | null, weights: Float32Array | null) =>
-      ({ selected, hovered: hover?.side === side ? hover.i : null, weights, barColor: theme.accent,
+      ({ selected, hovered: hover?.side === side ? hover.i : null, weights,
+         // A − B: a key's bar in A's colour where A attends more, in B's where B does (the legend).
+         barColor: signed ? signedColor(1, theme) : theme.accent,
+         ...(signed ? { negativeColor: signedColor(-1, theme) } : {}),
          extra: (i: number) => extra(tokenOf(side === "query" ? display.startsQ : display.startsK, i)) });
     const group = summed();
     placeRows(colQ, display.sideQ, display.sideQ.labels.length, g.first, g.last, { ...marks("query", rowOf(display.wordsQ, s.query), null), group });

@@ -199,14 +199,15 @@ export function rowMax(top: TopRows, heads: readonly number[], query: number): n
 }
 
 /** Into `out` (one entry per key): the largest weight (or size of a signed one) over `heads` from `query` to each key. */
-export function keyWeights(out: Float32Array, top: TopRows, heads: readonly number[], query: number): void {
+export function keyWeights(out: Float32Array, top: TopRows, heads: readonly number[], query: number, signed = false): void {
   out.fill(0);
   const Q = top.queries, T = top.slots;
   for (const hd of heads) {
     const rm = top.rowmax[hd * Q + query] as number, base = (hd * Q + query) * T;
     for (let t = 0; t < T; t++) {
-      const k = keyAt(top, base, t), w = (Math.abs(top.weight[base + t] as number) / (top.full ?? 255)) * rm;
-      if (w > (out[k] as number)) out[k] = w;
+      const k = keyAt(top, base, t), raw = ((top.weight[base + t] as number) / (top.full ?? 255)) * rm;
+      // A signed chunk (a comparison's A − B) keeps the sign of the largest change.
+      if (Math.abs(raw) > Math.abs(out[k] as number)) out[k] = signed ? raw : Math.abs(raw);
     }
   }
 }

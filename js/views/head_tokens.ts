@@ -17,6 +17,8 @@ export interface RowMarks {
   /** Per token, a weight in 0..1 shown as a bar (the focused query's keys); null for none. */
   weights: Float32Array | null;
   barColor: RGB;
+  /** The bar of a negative weight (a comparison's A − B where B attends more); absent: `barColor`. */
+  negativeColor?: RGB;
   /** Extra classes of token `i` (generated, not generated yet: js/generation.ts). */
   extra?: (i: number) => string;
   /** Rows whose attention is summed (several queries), marked; absent for none. */
@@ -49,7 +51,8 @@ export function placeRows(col: TokenColumn, side: Side, n: number, first: number
     if (marks.group?.includes(i)) cls += " is-summed";
     if (d.className !== cls) d.className = cls;
     const w = marks.weights ? (marks.weights[i] ?? 0) : 0;
-    const shadow = w > 0.005 ? `inset ${Math.round(w * (COL_W - 8))}px 0 0 ${rgba(marks.barColor, 0.3)}` : "";
+    const color = w < 0 && marks.negativeColor ? marks.negativeColor : marks.barColor;
+    const shadow = Math.abs(w) > 0.005 ? `inset ${Math.round(Math.abs(w) * (COL_W - 8))}px 0 0 ${rgba(color, 0.3)}` : "";
     if (d.style.boxShadow !== shadow) d.style.boxShadow = shadow;
   }
 }

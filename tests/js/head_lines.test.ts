@@ -110,6 +110,16 @@ describe("the focused query's key weights", () => {
     keyWeights(out, topOf([[[255, 0, 51]], [[0, 128, 255]]]), [0, 1], 0);
     expect(Array.from(out, (v) => Number(v.toFixed(3)))).toEqual([1, 0.502, 1]);
   });
+
+  it("keep the sign of the largest change on a comparison's A − B (B attending more is negative)", () => {
+    // Signed bytes as the diff chunk holds them: head 0 says key 1 went down, head 1 key 2 up.
+    const signed: TopRows = { index: null, weight: Int8Array.of(0, -127, 20, 0, 10, 127), rowmax: Float32Array.of(1, 0.5), queries: 1, slots: 3, full: 127 };
+    const out = new Float32Array(3);
+    keyWeights(out, signed, [0, 1], 0, true);
+    expect(Array.from(out, (v) => Number(v.toFixed(3)))).toEqual([0, -1, 0.5]);
+    keyWeights(out, signed, [0, 1], 0);
+    expect(Array.from(out, (v) => Number(v.toFixed(3)))).toEqual([0, 1, 0.5]);
+  });
 });
 
 describe("row centres", () => {
