@@ -203,3 +203,21 @@ def forward_inputs(model: Any, tokenizer: Any, family: str) -> dict[str, torch.T
         inputs["decoder_input_ids"] = torch.cat([start, target], dim=1)
     accepted = inspect.signature(model.forward).parameters
     return {k: v for k, v in inputs.items() if k in accepted}
+
+
+def llama_over(tokenizer: Any, positions: int) -> Any:
+    """A tiny random grouped-query Llama (4 heads, 2 key heads) over ``tokenizer``'s vocabulary."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=positions,
+        pad_token_id=0,
+    )
+    return LlamaForCausalLM(config).eval()

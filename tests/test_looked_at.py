@@ -17,6 +17,7 @@ import attnscope
 from attnscope import AttentionTrace, AttentionWidget, looked_at, retrieval_scores
 from attnscope.display.scan_ranking import RankedChunkCache
 from attnscope.errors import AttnscopeError
+from capture_models import llama_over
 
 # prompt "x a b c q", then the model writes "a b c": a copy of the needle a b c (tokens 1..3)
 TOKENS = ["x", "a", "b", "c", "q", "a", "b", "c"]
@@ -82,22 +83,8 @@ def test_looked_at_without_a_needle_and_its_errors() -> None:
 @pytest.fixture(scope="module")
 def llama(minilm: tuple[Any, Any]) -> tuple[Any, Any]:
     """A tiny random Llama (grouped-query attention) over MiniLM's real WordPiece tokenizer."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     _, tokenizer = minilm
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        pad_token_id=0,
-    )
-    return LlamaForCausalLM(config).eval(), tokenizer
+    return llama_over(tokenizer, 256), tokenizer
 
 
 @pytest.fixture(scope="module")

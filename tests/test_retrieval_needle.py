@@ -15,6 +15,7 @@ import pytest
 import attnscope
 from attnscope.analysis.needle import needle_in_a_haystack
 from attnscope.errors import AttnscopeError
+from capture_models import llama_over
 from test_scan import counted  # noqa: F401  (the fixture that counts captures)
 
 HAYSTACK = "Grass is green. The sky is blue. Water is wet and the sun is warm."
@@ -25,22 +26,8 @@ QUESTION = "What is the secret number?"
 @pytest.fixture(scope="module")
 def llama(minilm: tuple[Any, Any]) -> tuple[Any, Any]:
     """A tiny random Llama (grouped-query attention) over MiniLM's real WordPiece tokenizer."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     _, tokenizer = minilm
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=1024,
-        pad_token_id=0,
-    )
-    return LlamaForCausalLM(config).eval(), tokenizer
+    return llama_over(tokenizer, 1024), tokenizer
 
 
 def test_runs_equal_retrieval_scores_of_each_prompt(llama: tuple[Any, Any]) -> None:
