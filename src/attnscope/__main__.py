@@ -17,6 +17,7 @@ from typing import TextIO
 
 import torch
 
+from attnscope.errors import AttnscopeError
 from attnscope.nn.attention import MultiHeadAttention
 from attnscope.trace import AttentionTrace
 
@@ -91,7 +92,7 @@ def demo_trace(text: str = DEMO_TEXT, *, seed: int = 0) -> AttentionTrace:
     """
     words = split_words(text)
     if not words:
-        raise ValueError("the demo text has no words; pass some with --text.")
+        raise AttnscopeError("the demo text has no words; pass some with --text.")
     torch.manual_seed(seed)
     module = MultiHeadAttention(DEMO_D_MODEL, DEMO_HEADS, causal=True)
     x = embed_words(words, DEMO_D_MODEL, seed=seed)

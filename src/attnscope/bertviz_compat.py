@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from attnscope.encode.selection import ViewName
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionStream, AttentionTrace, Side, Tokens
 from attnscope.trace.tensors import stack_layers
 
@@ -152,7 +153,7 @@ def model_view(  # noqa: PLR0917 - bertviz takes these positionally
     _reject(unknown, MODEL_VIEW_ARGS, "model_view")
     _check_action(html_action)
     if display_mode not in ("dark", "light"):
-        raise ValueError(f"display_mode={display_mode!r}; use 'dark' or 'light'.")
+        raise AttnscopeError(f"display_mode={display_mode!r}; use 'dark' or 'light'.")
     for name in ("attention", "encoder_attention", "decoder_attention", "cross_attention"):
         given[name] = _keep_heads(given[name], include_heads, name)
     trace = bertviz_trace(**{name: given[name] for name in TRACE_ARGS})
@@ -168,7 +169,7 @@ def _keep_heads(attention: Any, include: Sequence[int] | None, name: str) -> Any
     count = stack.shape[1]
     bad = [h for h in keep if not 0 <= h < count]
     if bad or not keep:
-        raise ValueError(
+        raise AttnscopeError(
             f"include_heads={list(include)} must name heads 0..{count - 1} of {name} (and at "
             "least one); leave it out for every head."
         )
@@ -203,14 +204,14 @@ def bertviz_trace(
     pairs = (encoder_attention, decoder_attention, cross_attention)
     if attention is not None:
         if any(a is not None for a in pairs):
-            raise ValueError(
+            raise AttnscopeError(
                 "pass either attention= (one stack) or encoder_/decoder_/cross_attention= "
                 "(an encoder-decoder model), not both."
             )
         if tokens is None:
-            raise ValueError("attention= needs tokens=: one token string per position.")
+            raise AttnscopeError("attention= needs tokens=: one token string per position.")
         if isinstance(attention, tuple | list) and len(attention) == 0:
-            raise ValueError(EMPTY_ATTENTION)
+            raise AttnscopeError(EMPTY_ATTENTION)
         trace = AttentionTrace.from_tensors(
             attention, tokens, sentence_b_start=sentence_b_start, prettify_tokens=prettify_tokens
         )
@@ -219,12 +220,14 @@ def bertviz_trace(
         stream = _keep_layers(trace.stream, "self", "source", "source", include_layers)
         return AttentionTrace.from_streams(trace.source, [stream], metadata=trace.metadata)
     if all(a is None for a in pairs):
-        raise ValueError(
+        raise AttnscopeError(
             "no attention given: pass attention= and tokens=, or encoder_attention= / "
             "decoder_attention= / cross_attention= with encoder_tokens= / decoder_tokens=."
         )
     if sentence_b_start is not None:
-        raise ValueError("sentence_b_start applies to attention=, not to encoder-decoder input.")
+        raise AttnscopeError(
+            "sentence_b_start applies to attention=, not to encoder-decoder input."
+        )
     source = _tokens(encoder_tokens, "encoder_tokens", prettify_tokens)
     target = (
         None
@@ -241,7 +244,9 @@ def bertviz_trace(
         if att is None:
             continue
         if "target" in (rows, cols) and target is None:
-            raise ValueError(f"{name}_attention needs decoder_tokens=: one per decoder position.")
+            raise AttnscopeError(
+                f"{name}_attention needs decoder_tokens=: one per decoder position."
+            )
         stream = AttentionStream(stack_layers(att), name=name, query_side=rows, key_side=cols)
         streams.append(_keep_layers(stream, name, rows, cols, include_layers))
     return AttentionTrace.from_streams(
@@ -251,7 +256,7 @@ def bertviz_trace(
 
 def _tokens(raw: Sequence[str] | None, what: str, prettify: bool) -> Tokens:
     if raw is None:
-        raise ValueError(f"{what}= is needed: one token string per encoder position.")
+        raise AttnscopeError(f"{what}= is needed: one token string per encoder position.")
     return Tokens.from_strings(raw, prettify=prettify)
 
 
@@ -263,7 +268,7 @@ def _keep_layers(
     keep = [int(i) for i in include]
     bad = [i for i in keep if not 0 <= i < stream.num_layers]
     if bad or not keep:
-        raise ValueError(
+        raise AttnscopeError(
             f"include_layers={list(include)} must name layers 0..{stream.num_layers - 1} "
             f"of the {name} attention (and at least one)."
         )
@@ -274,7 +279,7 @@ def _layer_position(trace: AttentionTrace, layer: int) -> int:
     try:
         return trace.stream.layer_position(int(layer))
     except IndexError:
-        raise ValueError(
+        raise AttnscopeError(
             f"layer {layer} is not in include_layers {list(trace.stream.layers)}; pick one of "
             "those, or leave layer out."
         ) from None
@@ -300,7 +305,7 @@ def _present(
 
 def _check_action(html_action: str) -> None:
     if html_action not in ("view", "return"):
-        raise ValueError(
+        raise AttnscopeError(
             f"html_action={html_action!r}; use 'view' (displays and returns the widget) or "
             "'return' (returns IPython.display.HTML with a self-contained page in .data)."
         )
@@ -308,7 +313,7 @@ def _check_action(html_action: str) -> None:
 
 def _reject(unknown: dict[str, Any], valid: Sequence[str], name: str) -> None:
     if unknown:
-        raise TypeError(
+        raise AttnscopeTypeError(
             f"{name}() got unknown argument(s) {sorted(unknown)}; it takes bertviz's "
             f"arguments: {list(valid)}."
         )

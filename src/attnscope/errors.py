@@ -1,6 +1,8 @@
-"""The one error type attnscope raises for bad input, so callers can catch it once.
+"""The error family attnscope raises for bad input, so callers can catch it once.
 
-It subclasses :class:`ValueError`, so code written as ``except ValueError``
+:class:`AttnscopeError` subclasses :class:`ValueError`, and each member also
+subclasses the builtin a caller may already catch (``TypeError``, ``IndexError``,
+``OSError``), so code written as ``except ValueError`` or ``except TypeError``
 keeps working.
 """
 
@@ -12,6 +14,32 @@ class AttnscopeError(ValueError):
     --------
     >>> from attnscope.errors import AttnscopeError
     >>> issubclass(AttnscopeError, ValueError)
+    True
+    """
+
+
+class AttnscopeTypeError(AttnscopeError, TypeError):
+    """A value of the wrong kind was given to attnscope; the message says what it takes.
+
+    Also a :class:`TypeError`, so ``except TypeError`` keeps working.
+
+    Examples
+    --------
+    >>> from attnscope.errors import AttnscopeError, AttnscopeTypeError
+    >>> issubclass(AttnscopeTypeError, AttnscopeError), issubclass(AttnscopeTypeError, TypeError)
+    (True, True)
+    """
+
+
+class AttnscopeIndexError(AttnscopeError, IndexError):
+    """An index (layer, head, token, row) outside what the trace holds.
+
+    Also an :class:`IndexError`, so ``except IndexError`` keeps working.
+
+    Examples
+    --------
+    >>> from attnscope.errors import AttnscopeIndexError
+    >>> issubclass(AttnscopeIndexError, IndexError)
     True
     """
 

@@ -36,7 +36,7 @@ from attnscope.analysis.aligned import comparable_streams
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.analysis.compare import compare as compare_traces
 from attnscope.encode.selection import VIEWS, WIDGET_OPTIONS, ViewName, check_views
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionTrace
 from attnscope.trace.from_transformer_lens import is_activation_cache
 
@@ -64,7 +64,7 @@ _SOURCES_HELP = (
 
 
 def source_kind(source: object) -> SourceKind:
-    """Say which kind of source ``source`` is, or raise TypeError listing the kinds.
+    """Say which kind of source ``source`` is, or raise AttnscopeTypeError listing the kinds.
 
     Examples
     --------
@@ -86,7 +86,9 @@ def source_kind(source: object) -> SourceKind:
         return "model"
     if isinstance(source, list | tuple) or hasattr(source, "shape"):
         return "tensors"
-    raise TypeError(f"cannot show attention from a {type(source).__name__}; pass {_SOURCES_HELP}.")
+    raise AttnscopeTypeError(
+        f"cannot show attention from a {type(source).__name__}; pass {_SOURCES_HELP}."
+    )
 
 
 def _is_mha(value: object) -> bool:
@@ -114,7 +116,7 @@ def split_options(
     >>> split_options("trace", {"tokenizer": None})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: unknown or inapplicable option(s) ['tokenizer'] for a trace source; valid ...
+    attnscope.errors.AttnscopeTypeError: unknown or inapplicable option(s) ['tokenizer'] for a ...
     """
     allowed = SOURCE_OPTIONS[kind]
     if kind in ("model", "name") and "max_new_tokens" in options:
@@ -122,7 +124,7 @@ def split_options(
     bad = sorted(k for k in options if k not in allowed and k not in WIDGET_OPTIONS)
     if bad:
         valid = [*sorted(allowed), *WIDGET_OPTIONS]
-        raise TypeError(
+        raise AttnscopeTypeError(
             f"unknown or inapplicable option(s) {bad} for a {kind} source; valid options "
             f"are {valid}."
         )
@@ -157,21 +159,21 @@ def resolve_trace(
     build, widget = split_options(kind, options)
     if kind in ("model", "name"):
         if text is None:
-            raise TypeError(
+            raise AttnscopeTypeError(
                 "a model needs the text to run on: show_head_view(model, 'The cat sat', ...)."
             )
         _check_against_config(source, build, widget)
         return _capture(source, text, build), widget
     if kind == "module":
         if text is None or "tokens" not in build:
-            raise TypeError(
+            raise AttnscopeTypeError(
                 "a MultiHeadAttention needs its input and tokens: "
                 "show_head_view(mha, x, tokens=[...]) with x of shape (1, seq, d_model)."
             )
         tokens = build.pop("tokens")
         return AttentionTrace.from_module(source, text, tokens, **build), widget
     if text is not None:
-        raise TypeError(
+        raise AttnscopeTypeError(
             f"the second argument (text) only applies to models and modules, not to a "
             f"{kind} source; pass tokens= for raw attention."
         )
@@ -179,13 +181,15 @@ def resolve_trace(
         return source, widget
     if kind == "cache":
         if "tokens" not in build:
-            raise TypeError(
+            raise AttnscopeTypeError(
                 "an ActivationCache needs its tokens: show_head_view(cache, "
                 "tokens=model.to_str_tokens(text))."
             )
         return AttentionTrace.from_transformer_lens(source, **build), widget
     if "tokens" not in build:
-        raise TypeError("raw attention needs its tokens: show_head_view(attention, tokens=[...]).")
+        raise AttnscopeTypeError(
+            "raw attention needs its tokens: show_head_view(attention, tokens=[...])."
+        )
     return AttentionTrace.from_tensors(source, **build), widget
 
 
@@ -199,7 +203,7 @@ def _no_view_option(view: ViewName, options: dict[str, Any]) -> dict[str, Any]:
         if value in VIEWS
         else f"the views are {list(VIEWS)}, each with its show_<view>_view helper"
     )
-    raise TypeError(
+    raise AttnscopeTypeError(
         f"show_{view}_view() opens the {view} view and takes no view= (got view={value!r}); "
         f"{fix}, and views=(...) chooses the tabs offered."
     )
@@ -335,7 +339,7 @@ def _comparison(source: Any, text: Any, options: dict[str, Any]) -> AttentionCom
     alignment = options.pop("alignment", None)
     if isinstance(source, AttentionComparison):
         if any(v is not None for v in (other, other_tokens, alignment, text)):
-            raise TypeError(
+            raise AttnscopeTypeError(
                 "an AttentionComparison is shown as it is: pass it alone "
                 "(show_head_view(comparison, layer=...)), without text, compare=, "
                 "compare_tokens= or alignment=."
@@ -343,20 +347,20 @@ def _comparison(source: Any, text: Any, options: dict[str, Any]) -> AttentionCom
         return source
     if other is None:
         if other_tokens is not None or alignment is not None:
-            raise TypeError(
+            raise AttnscopeTypeError(
                 "compare_tokens= and alignment= apply to a comparison: pass compare= the "
                 "second input too, e.g. show_head_view(model, text, compare=other_text)."
             )
         return None
     kind = source_kind(source)
     if kind not in ("model", "name", "module"):
-        raise TypeError(
+        raise AttnscopeTypeError(
             f"compare= runs the source on a second input, so it needs a model (with text) or "
             f"a MultiHeadAttention (with x), not a {kind} source; to compare two traces, "
             "pass attnscope.compare(trace_a, trace_b)."
         )
     if other_tokens is not None and kind != "module":
-        raise TypeError(
+        raise AttnscopeTypeError(
             "compare_tokens= labels a module's second input; a model's second text brings "
             "its own tokens: drop compare_tokens=."
         )
@@ -372,7 +376,7 @@ def _check_views_include(view: ViewName, options: dict[str, Any]) -> None:
     if "views" in options:
         views = check_views(options["views"])
         if view not in views:
-            raise ValueError(
+            raise AttnscopeError(
                 f"views={options['views']!r} leaves out {view!r}, the view show_{view}_view "
                 f"opens on; add {view!r} to views, or use show_{views[0]}_view."
             )
@@ -383,7 +387,7 @@ def _show_trace(view: ViewName, source: Any, text: Any, options: dict[str, Any])
 
     _check_views_include(view, options)
     if view == "neuron" and source_kind(source) == "tensors":
-        raise ValueError(
+        raise AttnscopeError(
             "raw attention tensors hold no query/key vectors, which the neuron view "
             "needs; pass the model itself (show_neuron_view(model, text)) or a "
             "MultiHeadAttention."
@@ -400,7 +404,7 @@ def _show_trace(view: ViewName, source: Any, text: Any, options: dict[str, Any])
 
 def _check_has_qk(trace: AttentionTrace) -> None:
     if not any(s.has_qk for s in trace.streams.values()):
-        raise ValueError(
+        raise AttnscopeError(
             "this trace holds attention weights only (no query/key vectors), so the "
             "neuron view has nothing to show; capture it with attnscope.capture(model, "
             "text) or record it from a MultiHeadAttention."

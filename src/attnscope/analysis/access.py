@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def pick_stream(trace: AttentionTrace, stream: str | None) -> AttentionStream:
     attnscope.errors.AttnscopeError: stream='cross' is not in this trace; it has ['self'].
     """
     if not isinstance(trace, AttentionTrace):
-        raise TypeError(
+        raise AttnscopeTypeError(
             f"expected an attnscope.AttentionTrace, got {type(trace).__name__}; build one with "
             "attnscope.capture(model, text) or AttentionTrace(tokens, attention)."
         )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnscope.analysis.access import Float64Array, layer_rows, pick_stream
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def _chosen(
 
 def _position(stream: AttentionStream, layer: int) -> int:
     if isinstance(layer, bool) or not isinstance(layer, int | np.integer):
-        raise TypeError(
+        raise AttnscopeTypeError(
             f"layer must be the model's layer number (int), not {type(layer).__name__}."
         )
     try:

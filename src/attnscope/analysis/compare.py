@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attnscope.analysis.align import Alignment, align_tokens, check_alignment
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
 FloatArray = npt.NDArray[np.float32]
@@ -191,7 +191,7 @@ def compare(
     """
     for name, trace in (("trace_a", trace_a), ("trace_b", trace_b)):
         if not isinstance(trace, AttentionTrace):
-            raise TypeError(
+            raise AttnscopeTypeError(
                 f"compare takes two AttentionTrace objects; {name} is {type(trace).__name__}. "
                 "Build them with attnscope.capture(model, text) on each input."
             )

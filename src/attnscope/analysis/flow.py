@@ -24,7 +24,7 @@ from attnscope.analysis.access import (
 )
 from attnscope.analysis.layered_maxflow import max_flow
 from attnscope.analysis.rollout import residual_attention
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionTrace
 
 MAX_FLOW_NODES = 400
@@ -78,7 +78,7 @@ def flow(
     require_consecutive_layers(chosen, "attention flow")
     n, layers = chosen.q_len, chosen.num_layers
     if isinstance(query, bool) or not isinstance(query, int | np.integer):
-        raise TypeError(f"query must be a token index (int), not {type(query).__name__}.")
+        raise AttnscopeTypeError(f"query must be a token index (int), not {type(query).__name__}.")
     if not 0 <= query < n:
         raise AttnscopeError(
             f"query={query} is out of range: the stream has {n} tokens (0..{n - 1})."

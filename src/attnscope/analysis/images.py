@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attnscope.analysis.access import pick_stream
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
 Float32Array = npt.NDArray[np.float32]
@@ -18,7 +18,9 @@ Float32Array = npt.NDArray[np.float32]
 def _indices(value: int | Sequence[int], count: int, what: str) -> list[int]:
     found = [value] if isinstance(value, int) else list(value)
     if not found or not all(isinstance(i, int) and not isinstance(i, bool) for i in found):
-        raise TypeError(f"{what} must be an int or a non-empty list of ints; got {value!r}.")
+        raise AttnscopeTypeError(
+            f"{what} must be an int or a non-empty list of ints; got {value!r}."
+        )
     bad = [i for i in found if not -count <= i < count]
     if bad:
         raise AttnscopeError(
@@ -89,7 +91,7 @@ def image_attention(
             "images are in the input: pick stream='self'."
         )
     if not isinstance(layer, int) or isinstance(layer, bool):
-        raise TypeError(f"layer must be an int (a model layer index); got {layer!r}.")
+        raise AttnscopeTypeError(f"layer must be an int (a model layer index); got {layer!r}.")
     position = chosen.layer_position(chosen.layers[layer] if layer < 0 else layer)
     heads = _heads(head, chosen)
     rows = _indices(query, chosen.q_len, "query")

@@ -27,7 +27,7 @@ from attnscope.analysis.access import (
     require_self_attention,
 )
 from attnscope.analysis.aggregate import layer_mean
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
 if TYPE_CHECKING:
@@ -229,7 +229,9 @@ def _top_position(stream: AttentionStream, layer: int | None) -> int:
     if layer is None:
         return stream.num_layers - 1
     if isinstance(layer, bool) or not isinstance(layer, int | np.integer):
-        raise TypeError(f"layer must be the model's layer number (int) or None, not {layer!r}.")
+        raise AttnscopeTypeError(
+            f"layer must be the model's layer number (int) or None, not {layer!r}."
+        )
     try:
         return stream.layer_position(int(layer))
     except IndexError as err:

@@ -25,7 +25,7 @@ from attnscope.encode.from_logits import layer_top_keys
 from attnscope.encode.meta import build_meta, stream_top_block, stream_top_k
 from attnscope.encode.pack import HALF_ARRAYS, pack_chunk
 from attnscope.encode.selection import VIEWS, ViewName, check_views, default_selection
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
 if TYPE_CHECKING:
@@ -467,14 +467,14 @@ def check_max_bytes(max_bytes: object) -> None:
     >>> check_max_bytes(None)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: max_bytes must be a number of bytes (such as 20_000_000); got None. ...
+    attnscope.errors.AttnscopeTypeError: max_bytes must be a number of bytes (such as ...
     """
     if (
         not isinstance(max_bytes, int | float)
         or isinstance(max_bytes, bool)
         or not math.isfinite(max_bytes)
     ):
-        raise TypeError(
+        raise AttnscopeTypeError(
             f"max_bytes must be a number of bytes (such as 20_000_000); got {max_bytes!r}. "
             f"Leave it out for the default of {DEFAULT_MAX_BYTES:_} bytes; there is no "
             "unlimited setting, pass a large number to embed everything."
@@ -525,7 +525,7 @@ def _trace_and_state(
         return compared.a, state, VIEWS, compared
     trace = getattr(source, "trace", None)
     if not isinstance(trace, AttentionTrace):
-        raise TypeError(
+        raise AttnscopeTypeError(
             f"save_html takes an AttentionTrace, an AttentionComparison or an "
             f"AttentionWidget, not {type(source).__name__}; build a trace with "
             "attnscope.capture(...) or AttentionTrace.from_tensors(...)."

@@ -41,7 +41,7 @@ from attnscope.encode.selection import (
     check_views,
     default_selection,
 )
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
 if TYPE_CHECKING:
@@ -260,14 +260,14 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         **options: Any,
     ) -> None:
         if not isinstance(trace, AttentionTrace | AttentionComparison):
-            raise TypeError(
+            raise AttnscopeTypeError(
                 f"AttentionWidget shows an AttentionTrace or an AttentionComparison, not "
                 f"{type(trace).__name__}; for a model, module or tensors use "
                 "attnscope.show_head_view(source, ...)."
             )
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
-            raise TypeError(
+            raise AttnscopeTypeError(
                 f"AttentionWidget got unknown option(s) {unknown}; valid options are "
                 f"{list(OPTIONS)}."
             )
@@ -280,7 +280,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self._trace = shown
         trace = shown
         if scan is not None and self._compared is not None:
-            raise TypeError(
+            raise AttnscopeTypeError(
                 "scan= ranks the heads of one trace, and this widget shows a comparison; "
                 "show one input with AttentionWidget(trace, scan=df)."
             )

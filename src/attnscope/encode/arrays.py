@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionStream
 
 U16_LIMIT = 65536
@@ -59,7 +60,9 @@ def dtype_code(dtype: np.dtype[Any]) -> str:
     """
     code = _DTYPE_CODES.get(np.dtype(dtype))
     if code is None:
-        raise TypeError(f"dtype {dtype} has no protocol name; use one of {list(_DTYPE_CODES)}.")
+        raise AttnscopeTypeError(
+            f"dtype {dtype} has no protocol name; use one of {list(_DTYPE_CODES)}."
+        )
     return code
 
 
@@ -89,7 +92,7 @@ def thumbnails(attention: F32Array, rows: int, cols: int) -> U8Array:
     """
     q_len, k_len = attention.shape[2], attention.shape[3]
     if not (0 < rows <= q_len and 0 < cols <= k_len):
-        raise ValueError(
+        raise AttnscopeError(
             f"thumbnail size {rows}x{cols} must lie between 1x1 and the attention's "
             f"{q_len}x{k_len}."
         )
@@ -147,10 +150,10 @@ def top_keys(
     """
     k_len = weights.shape[-1]
     if not 1 <= k <= k_len:
-        raise ValueError(f"k={k} must lie between 1 and the number of keys ({k_len}).")
+        raise AttnscopeError(f"k={k} must lie between 1 and the number of keys ({k_len}).")
     dtype = np.dtype(index_dtype or (np.uint16 if k_len < U16_LIMIT else np.uint32))
     if k_len > np.iinfo(dtype).max + 1:
-        raise ValueError(f"{dtype} cannot index {k_len} keys; use u32.")
+        raise AttnscopeError(f"{dtype} cannot index {k_len} keys; use u32.")
     lead = weights.shape[:-1]
     flat = weights.reshape(-1, k_len)
     index = np.empty((flat.shape[0], k), dtype=dtype)
@@ -221,7 +224,7 @@ def stream_thumbnails(
 
     q_len, k_len = stream.q_len - first_row, stream.k_len
     if not (0 < rows <= q_len and 0 < cols <= k_len):
-        raise ValueError(
+        raise AttnscopeError(
             f"thumbnail size {rows}x{cols} must lie between 1x1 and the attention's "
             f"{q_len}x{k_len}."
         )
@@ -347,7 +350,7 @@ def qk_arrays(stream: AttentionStream, position: int, head: int) -> list[NamedAr
     ['q', 'k', 'scaling', 'kv_head']
     """
     if stream.queries is None or stream.keys is None or stream.scaling is None:
-        raise ValueError(
+        raise AttnscopeError(
             f"stream {stream.name!r} recorded no query/key vectors, so the neuron view "
             "cannot show it; capture with attnscope.capture(...) to record them."
         )

@@ -40,6 +40,7 @@ from attnscope.encode.from_logits import any_thumbnails, layer_top_keys
 from attnscope.encode.meta import generation_meta, stream_top_block, stream_top_k, thumb_shape
 from attnscope.encode.selection import VIEWS, ViewName, check_views
 from attnscope.encode.tiles import check_tile, tile_arrays
+from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
 ChunkKind = Literal["thumbs", "top", "attn", "qk", "stats", "pseudo", "tile"]
@@ -94,7 +95,7 @@ class ChunkKey:
 
 
 def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
-    """Parse ``key`` and check it names a chunk ``trace`` has; raise ValueError otherwise.
+    """Parse ``key`` and check it names a chunk ``trace`` has; raise AttnscopeError otherwise.
 
     Examples
     --------
@@ -106,14 +107,14 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
     >>> parse_key("top:self:7", t)
     Traceback (most recent call last):
     ...
-    ValueError: layer position 7 is out of range: stream 'self' has 2 layers (0..1).
+    attnscope.errors.AttnscopeError: layer position 7 is out of range: stream 'self' has 2 ...
     """
     if not isinstance(key, str):
-        raise ValueError(f"a chunk key is a string, not {type(key).__name__}.")
+        raise AttnscopeError(f"a chunk key is a string, not {type(key).__name__}.")
     parts = key.split(":")
     kind = parts[0]
     if kind not in _PARTS:
-        raise ValueError(f"unknown chunk kind {kind!r}; use one of {sorted(_PARTS)}.")
+        raise AttnscopeError(f"unknown chunk kind {kind!r}; use one of {sorted(_PARTS)}.")
     if kind == "thumbs" and len(parts) == _PARTS[kind] + 1:
         return _parse_row_thumbs(parts, key, trace)
     if kind == "top" and len(parts) == _PARTS[kind] + 1:
@@ -132,20 +133,20 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
             "tile": "tile:<stream>:<layer>:<head|mean>:<level>:<row>:<col>",
             "pseudo": "pseudo:<stream>:<layer> or pseudo:<stream>:<layer>:<query>",
         }[kind]
-        raise ValueError(f"malformed key {key!r}; expected {shape}.")
+        raise AttnscopeError(f"malformed key {key!r}; expected {shape}.")
     stream = _stream(parts[1], trace)
     numbers = [_index(p, key) for p in parts[2:]]
     if numbers:
         _check_layer(numbers[0], parts[1], stream.num_layers)
     if len(numbers) == 2 and not numbers[1] < stream.num_heads:
-        raise ValueError(
+        raise AttnscopeError(
             f"head {numbers[1]} is out of range: stream {parts[1]!r} has "
             f"{stream.num_heads} heads (0..{stream.num_heads - 1})."
         )
     if kind in ("stats", "pseudo") and not analysable(stream):
-        raise ValueError(unanalysable_reason(stream))
+        raise AttnscopeError(unanalysable_reason(stream))
     if kind == "qk" and not stream.has_qk:
-        raise ValueError(
+        raise AttnscopeError(
             f"stream {parts[1]!r} recorded no query/key vectors, so it has no qk chunks."
         )
     layer, head = [*numbers, None, None][:2]
@@ -166,7 +167,7 @@ def _parse_top_block(parts: list[str], key: str, trace: AttentionTrace) -> Chunk
     _check_first_row(first_row, parts[1], stream.q_len)
     block = stream_top_block(stream)
     if first_row % block:
-        raise ValueError(
+        raise AttnscopeError(
             f"first row {first_row} in {key!r} does not start a block: stream {parts[1]!r} "
             f"has blocks of {block} query rows (_meta.streams[{parts[1]!r}].top_block); "
             f"use a multiple of {block}, e.g. {first_row - first_row % block}."
@@ -180,7 +181,7 @@ def _parse_query_rollout(parts: list[str], key: str, trace: AttentionTrace) -> C
     _check_layer(layer, parts[1], stream.num_layers)
     _check_first_row(query, parts[1], stream.q_len)
     if not offers_query_rollout(stream):
-        raise ValueError(
+        raise AttnscopeError(
             f"{key!r}: stream {parts[1]!r} offers no rollout of one query (self-attention "
             f"over consecutive layers, past {ROLLOUT_MAX_TOKENS} tokens); its pseudo:"
             f"{parts[1]}:{layer} chunk holds {pseudo_heads(stream)}."
@@ -194,7 +195,7 @@ def _parse_tile(parts: list[str], key: str, trace: AttentionTrace) -> ChunkKey:
     _check_layer(layer, parts[1], stream.num_layers)
     head = None if parts[3] == "mean" else _index(parts[3], key)
     if head is not None and not head < stream.num_heads:
-        raise ValueError(
+        raise AttnscopeError(
             f"head {head} in {key!r} is out of range: stream {parts[1]!r} has "
             f"{stream.num_heads} heads (0..{stream.num_heads - 1}, or 'mean')."
         )
@@ -206,13 +207,13 @@ def _parse_tile(parts: list[str], key: str, trace: AttentionTrace) -> ChunkKey:
 def _stream(name: str, trace: AttentionTrace) -> AttentionStream:
     stream = trace.streams.get(name)
     if stream is None:
-        raise ValueError(f"unknown stream {name!r}; this trace has {list(trace.streams)}.")
+        raise AttnscopeError(f"unknown stream {name!r}; this trace has {list(trace.streams)}.")
     return stream
 
 
 def _check_layer(layer: int, name: str, num_layers: int) -> None:
     if not layer < num_layers:
-        raise ValueError(
+        raise AttnscopeError(
             f"layer position {layer} is out of range: stream {name!r} has "
             f"{num_layers} layers (0..{num_layers - 1})."
         )
@@ -220,7 +221,7 @@ def _check_layer(layer: int, name: str, num_layers: int) -> None:
 
 def _check_first_row(first_row: int, name: str, q_len: int) -> None:
     if not first_row < q_len:
-        raise ValueError(
+        raise AttnscopeError(
             f"first row {first_row} is out of range: stream {name!r} has {q_len} "
             f"query rows (0..{q_len - 1})."
         )
@@ -228,7 +229,7 @@ def _check_first_row(first_row: int, name: str, q_len: int) -> None:
 
 def _index(text: str, key: str) -> int:
     if not text.isdigit():
-        raise ValueError(f"{text!r} in {key!r} is not a non-negative integer.")
+        raise AttnscopeError(f"{text!r} in {key!r} is not a non-negative integer.")
     return int(text)
 
 

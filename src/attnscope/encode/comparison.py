@@ -32,6 +32,7 @@ from attnscope.encode.chunks import (
 from attnscope.encode.meta import build_meta, mend_strings, stream_top_k, thumb_shape
 from attnscope.encode.selection import COMPARE_SIDES, VIEWS, CompareSide, ViewName, check_views
 from attnscope.encode.signed import signed_rows, signed_thumbnails, signed_top_keys
+from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionTrace
 
 
@@ -79,7 +80,7 @@ class ComparisonChunks:
         return self.b if side == "b" else self.a
 
     def parse(self, key: object) -> tuple[CompareSide, ChunkKey]:
-        """Split ``side/key`` and check both parts; raise ValueError saying what is wrong.
+        """Split ``side/key`` and check both parts; raise AttnscopeError saying what is wrong.
 
         Examples
         --------
@@ -90,37 +91,39 @@ class ComparisonChunks:
         ('b', ChunkKey(kind='top', stream='self', layer=0, head=None))
         """
         if not isinstance(key, str) or "/" not in key:
-            raise ValueError(
+            raise AttnscopeError(
                 f"a comparison's chunk key is '<side>/<key>' with side one of "
                 f"{list(COMPARE_SIDES)}, e.g. 'diff/top:self:0'; got {key!r}."
             )
         side, rest = key.split("/", 1)
         if side not in COMPARE_SIDES:
-            raise ValueError(f"unknown side {side!r} in {key!r}; use one of {list(COMPARE_SIDES)}.")
+            raise AttnscopeError(
+                f"unknown side {side!r} in {key!r}; use one of {list(COMPARE_SIDES)}."
+            )
         parsed = parse_key(rest, self.trace(side))
         if parsed.kind in ANALYSIS_KINDS:
-            raise ValueError(
+            raise AttnscopeError(
                 f"{key!r}: a comparison has no head statistics or pseudo-heads; compute them "
                 "on each trace (attnscope.head_stats)."
             )
         if parsed.kind == "top" and parsed.first_row is not None:
-            raise ValueError(
+            raise AttnscopeError(
                 f"{key!r}: a comparison's top keys come a whole layer at a time; ask for "
                 f"{side}/top:{parsed.stream}:{parsed.layer}."
             )
         if parsed.kind == "tile":
-            raise ValueError(
+            raise AttnscopeError(
                 f"{key!r}: a comparison has no overview tiles; show each trace on its own "
                 "(attnscope.AttentionWidget(trace)) for its overview."
             )
         if side == "diff" and parsed.kind == "qk":
-            raise ValueError(
+            raise AttnscopeError(
                 f"{key!r}: A − B has no query/key vectors; ask for a/{rest} and b/{rest}."
             )
         return side, parsed
 
     def encode(self, key: object) -> list[NamedArray]:
-        """The arrays of chunk ``key`` (cached); raise ValueError for a key it cannot serve."""
+        """The arrays of chunk ``key`` (cached); raise AttnscopeError for a key it cannot serve."""
         side, parsed = self.parse(key)
         if side == "diff":
             return self._cache.get(str(key), lambda: self._difference(parsed))

@@ -35,6 +35,7 @@ from attnscope.encode.arrays import (
     stream_top_keys,
     top_keys,
 )
+from attnscope.errors import AttnscopeError
 from attnscope.trace.rows import (
     block_rows,
     compute_rows,
@@ -307,7 +308,7 @@ def any_thumbnails(
         return stream_thumbnails(stream, rows, cols, sample=sample, first_row=first_row)
     q_len = stream.q_len - first_row
     if not (0 < rows <= q_len and 0 < cols <= stream.k_len):
-        raise ValueError(
+        raise AttnscopeError(
             f"thumbnail size {rows}x{cols} must lie between 1x1 and the attention's "
             f"{q_len}x{stream.k_len}."
         )

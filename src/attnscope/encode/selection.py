@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from attnscope.errors import AttnscopeError
+
 if TYPE_CHECKING:
     from attnscope.trace import AttentionTrace
 
@@ -62,7 +64,7 @@ def default_selection(trace: AttentionTrace) -> dict[str, Any]:
 
 
 def check_views(views: object, *, name: str = "views") -> tuple[ViewName, ...]:
-    """Return ``views`` as a tuple, or raise ValueError saying what is wrong with it.
+    """Return ``views`` as a tuple, or raise AttnscopeError saying what is wrong with it.
 
     ``views`` must be a non-empty sequence of distinct names from :data:`VIEWS`.
 
@@ -73,23 +75,25 @@ def check_views(views: object, *, name: str = "views") -> tuple[ViewName, ...]:
     >>> check_views(("head", "attention"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: views=('head', 'attention') has unknown view(s) ['attention']; use a ...
+    attnscope.errors.AttnscopeError: views=('head', 'attention') has unknown view(s) ...
     """
     if isinstance(views, str):
-        raise ValueError(
+        raise AttnscopeError(
             f"{name}={views!r} is a string; pass a tuple of view names, e.g. ({views!r},)."
         )
     if not isinstance(views, Sequence) or not views:
-        raise ValueError(
+        raise AttnscopeError(
             f"{name}={views!r} must be a non-empty tuple of view names from {VIEWS}, e.g. "
             "('head',)."
         )
     unknown = [v for v in views if v not in VIEWS]
     if unknown:
-        raise ValueError(
+        raise AttnscopeError(
             f"{name}={views!r} has unknown view(s) {unknown}; use a non-empty subset of {VIEWS}."
         )
     repeated = sorted({str(v) for v in views if views.count(v) > 1})
     if repeated:
-        raise ValueError(f"{name}={views!r} names {repeated} more than once; list each view once.")
+        raise AttnscopeError(
+            f"{name}={views!r} names {repeated} more than once; list each view once."
+        )
     return tuple(views)

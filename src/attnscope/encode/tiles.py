@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnscope.encode.arrays import THUMB_DECADES, F32Array, NamedArray, U8Array
+from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionStream
 from attnscope.trace.rows import block_rows, compute_rows
 
@@ -89,17 +90,17 @@ def check_tile(stream: AttentionStream, level: int, row: int, col: int, key: str
     >>> check_tile(s, 1, 0, 0, "tile:self:0:0:1:0:0")
     Traceback (most recent call last):
     ...
-    ValueError: level 1 in 'tile:self:0:0:1:0:0' is out of range: a 2 x 2 matrix has 1 level (0..0).
+    attnscope.errors.AttnscopeError: level 1 in 'tile:self:0:0:1:0:0' is out of range: a 2 x 2 ...
     """
     levels = tile_levels(stream.q_len, stream.k_len)
     if not level < levels:
-        raise ValueError(
+        raise AttnscopeError(
             f"level {level} in {key!r} is out of range: a {stream.q_len} x {stream.k_len} "
             f"matrix has {levels} level{'s' * (levels > 1)} (0..{levels - 1})."
         )
     rows, cols = tile_grid(stream.q_len, stream.k_len, level)
     if not (row < rows and col < cols):
-        raise ValueError(
+        raise AttnscopeError(
             f"tile ({row}, {col}) in {key!r} is out of range: level {level} has "
             f"{rows} x {cols} tiles (rows 0..{rows - 1}, columns 0..{cols - 1})."
         )

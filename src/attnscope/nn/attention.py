@@ -21,6 +21,7 @@ from typing import Literal, overload
 import torch
 from torch import Tensor, nn
 
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.nn.masks import build_masks
 
 
@@ -297,7 +298,7 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[Tensor, Tensor]:
         """Raise on shapes that do not fit; return (key, value) with self-attention filled in."""
         if (key is None) != (value is None):
-            raise ValueError(
+            raise AttnscopeError(
                 "pass both key and value (cross-attention) or neither (self-attention)."
             )
         key = query if key is None else key
@@ -310,12 +311,12 @@ class MultiHeadAttention(nn.Module):
         for name, tensor, size, size_name in expected:
             if tensor.dim() != 3 or tensor.shape[-1] != size:
                 hint = " Add a batch axis with x[None]." if tensor.dim() == 2 else ""
-                raise ValueError(
+                raise AttnscopeError(
                     f"{name} has shape {tuple(tensor.shape)}; expected (batch, seq, "
                     f"{size_name}={size}), batch first.{hint}"
                 )
         if key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
-            raise ValueError(
+            raise AttnscopeError(
                 f"query {tuple(query.shape)}, key {tuple(key.shape)} and value "
                 f"{tuple(value.shape)} must share the batch size, and key and value "
                 "the sequence length."
@@ -361,22 +362,22 @@ class MultiHeadAttention(nn.Module):
         True
         """
         if not isinstance(m, nn.MultiheadAttention):
-            raise TypeError(
+            raise AttnscopeTypeError(
                 f"from_torch takes a torch.nn.MultiheadAttention, not {type(m).__name__}."
             )
         if m.bias_k is not None or m.bias_v is not None:
-            raise ValueError(
+            raise AttnscopeError(
                 "this MultiheadAttention was built with add_bias_kv=True (a learned extra "
                 "key/value), which MultiHeadAttention does not have; build it without."
             )
         if m.add_zero_attn:
-            raise ValueError(
+            raise AttnscopeError(
                 "this MultiheadAttention was built with add_zero_attn=True (an extra zero "
                 "key/value), which MultiHeadAttention does not have; build it without."
             )
         has_bias = m.in_proj_bias is not None
         if has_bias != (m.out_proj.bias is not None):
-            raise ValueError(
+            raise AttnscopeError(
                 "the input projections and out_proj disagree on having a bias; "
                 "MultiHeadAttention gives all four projections a bias or none."
             )
@@ -420,20 +421,20 @@ def _check_sizes(
         ("vdim", vdim),
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer; got {value!r}.")
+            raise AttnscopeError(f"{name} must be a positive integer; got {value!r}.")
     if d_model % num_heads:
-        raise ValueError(
+        raise AttnscopeError(
             f"d_model={d_model} cannot be split evenly over num_heads={num_heads}; choose "
             f"a number of heads that divides d_model (such as "
             f"{_divisors_near(d_model, num_heads)})."
         )
     if num_heads % num_kv_heads:
-        raise ValueError(
+        raise AttnscopeError(
             f"num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads}; each "
             "key/value head must serve the same number of query heads."
         )
     if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be a probability in [0, 1); got {dropout!r}.")
+        raise AttnscopeError(f"dropout must be a probability in [0, 1); got {dropout!r}.")
 
 
 def _divisors_near(n: int, target: int) -> str:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
+
 
 @dataclass(frozen=True)
 class Masks:
@@ -101,12 +103,12 @@ def build_masks(
             blocked = blocked | mask.to(blocked.device)
             continue
         if not mask.is_floating_point():
-            raise TypeError(
+            raise AttnscopeTypeError(
                 f"{name} has dtype {mask.dtype}; pass a bool mask (True = hidden) or a float "
                 "mask to add to the scores (-inf = hidden). Convert with `mask.bool()`."
             )
         if torch.isnan(mask).any() or torch.isposinf(mask).any():
-            raise ValueError(
+            raise AttnscopeError(
                 f"{name} contains NaN or +inf; an additive mask may hold finite values "
                 "and -inf (hidden) only."
             )
@@ -124,7 +126,7 @@ def _attn_mask_4d(mask: Tensor, batch: int, heads: int, q_len: int, k_len: int) 
         return mask.view(1, 1, q_len, k_len)
     if mask.dim() == 3 and mask.shape == (batch * heads, q_len, k_len):
         return mask.view(batch, heads, q_len, k_len)
-    raise ValueError(
+    raise AttnscopeError(
         f"attn_mask has shape {tuple(mask.shape)}; expected ({q_len}, {k_len}) for every "
         f"batch item and head, or ({batch * heads}, {q_len}, {k_len}) = (batch * heads, "
         "L, S) as torch.nn.MultiheadAttention takes it."
@@ -133,7 +135,7 @@ def _attn_mask_4d(mask: Tensor, batch: int, heads: int, q_len: int, k_len: int) 
 
 def _padding_mask_4d(mask: Tensor, batch: int, k_len: int) -> Tensor:
     if mask.shape != (batch, k_len):
-        raise ValueError(
+        raise AttnscopeError(
             f"key_padding_mask has shape {tuple(mask.shape)}; expected (batch, S) = "
             f"({batch}, {k_len}), True where a key is padding."
         )

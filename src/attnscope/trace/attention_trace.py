@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy.typing as npt
 
+from attnscope.errors import AttnscopeError
 from attnscope.trace.images import ImageRegion, check_regions
 from attnscope.trace.labels import TokenKind
 from attnscope.trace.stream import AttentionStream, FloatArray, Side
@@ -113,22 +114,22 @@ class AttentionTrace:
         notes: Sequence[str],
     ) -> None:
         if not streams:
-            raise ValueError("a trace needs at least one stream of attention.")
+            raise AttnscopeError("a trace needs at least one stream of attention.")
         for name, stream in streams.items():
             if name != stream.name:
-                raise ValueError(f"stream stored under {name!r} is named {stream.name!r}.")
+                raise AttnscopeError(f"stream stored under {name!r} is named {stream.name!r}.")
             for side, length, axis in (
                 (stream.query_side, stream.q_len, "rows (queries)"),
                 (stream.key_side, stream.k_len, "columns (keys)"),
             ):
                 toks = source if side == "source" else target
                 if toks is None:
-                    raise ValueError(
+                    raise AttnscopeError(
                         f"stream {name!r} uses target tokens but the trace has none; "
                         "pass target= tokens."
                     )
                 if len(toks) != length:
-                    raise ValueError(
+                    raise AttnscopeError(
                         f"stream {name!r} has {length} {axis} but there are {len(toks)} "
                         f"{side} tokens; pass one token per position."
                     )
@@ -141,7 +142,9 @@ class AttentionTrace:
         try:
             json.dumps(meta, allow_nan=False)
         except (TypeError, ValueError) as err:
-            raise ValueError(f"metadata must be JSON-serialisable (no NaN or inf): {err}") from None
+            raise AttnscopeError(
+                f"metadata must be JSON-serialisable (no NaN or inf): {err}"
+            ) from None
         self.metadata: dict[str, Any] = meta
         self.notes: list[str] = [str(n) for n in notes]
         self._images: list[ImageRegion] = []
@@ -192,7 +195,7 @@ class AttentionTrace:
         try:
             torch.empty(0, device=device)
         except (RuntimeError, ValueError, AssertionError) as err:  # no such device here
-            raise ValueError(
+            raise AttnscopeError(
                 f"device {device!r} cannot hold tensors here ({err}); pass 'cpu' or a "
                 "device torch can use (torch.cuda.is_available() says whether 'cuda' can)."
             ) from None
@@ -303,7 +306,7 @@ class AttentionTrace:
         """The :class:`Tokens` of ``"source"`` or ``"target"``."""
         toks = self.source if side == "source" else self.target
         if toks is None:
-            raise ValueError("this trace has no target tokens.")
+            raise AttnscopeError("this trace has no target tokens.")
         return toks
 
     def check(self) -> float:
@@ -326,7 +329,7 @@ class AttentionTrace:
         errors = [s.check_error() for s in self.streams.values()]
         found = [e for e in errors if e is not None]
         if not found:
-            raise ValueError(
+            raise AttnscopeError(
                 "this trace has no queries/keys with weights to hold them to, so its "
                 "attention cannot be checked (the source recorded attention weights only, "
                 "or q/k with no reference rows)."
@@ -373,14 +376,14 @@ class AttentionTrace:
         raw = list(token_strings(tokens))
         stacked = stack_layers(attention, batch_index=batch_index)
         if stacked.shape[-1] != len(raw) or stacked.shape[-2] != len(raw):
-            raise ValueError(
+            raise AttnscopeError(
                 f"attention covers {stacked.shape[-2]}x{stacked.shape[-1]} positions but "
                 f"{len(raw)} tokens were given; pass one token per position."
             )
         segments = None
         if sentence_b_start is not None:
             if not 0 < sentence_b_start < len(raw):
-                raise ValueError(
+                raise AttnscopeError(
                     f"sentence_b_start={sentence_b_start} must lie inside the "
                     f"{len(raw)} tokens (1..{len(raw) - 1})."
                 )

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.nn.attention import MultiHeadAttention, MultiHeadAttentionTrace
 from attnscope.trace.labels import TokenKind, guess_kinds
 from attnscope.trace.tokens import Tokens
@@ -102,16 +103,16 @@ def _as_layers(
 ) -> list[MultiHeadAttention]:
     layers = [modules] if isinstance(modules, MultiHeadAttention) else list(modules)
     if not layers:
-        raise ValueError("pass at least one MultiHeadAttention module.")
+        raise AttnscopeError("pass at least one MultiHeadAttention module.")
     for i, module in enumerate(layers):
         if not isinstance(module, MultiHeadAttention):
-            raise TypeError(
+            raise AttnscopeTypeError(
                 f"modules[{i}] is a {type(module).__name__}; from_module records "
                 "attnscope.MultiHeadAttention only (use attnscope.capture for other models)."
             )
     shapes = {(m.num_heads, m.num_kv_heads, m.head_dim) for m in layers}
     if len(shapes) != 1:
-        raise ValueError(
+        raise AttnscopeError(
             f"the layers differ in (num_heads, num_kv_heads, head_dim): {sorted(shapes)}; "
             "a trace stacks layers of one shape."
         )
@@ -126,28 +127,28 @@ def _check_call(
 ) -> None:
     refused = sorted(set(forward_kwargs) & set(_REFUSED_KWARGS))
     if refused:
-        raise TypeError(
+        raise AttnscopeTypeError(
             f"from_module records self-attention and sets need_trace itself; do not pass {refused}."
         )
     if not isinstance(x, Tensor) or x.dim() != 3:
         shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-        raise ValueError(
+        raise AttnscopeError(
             f"x must be a (batch, seq, d_model) tensor; got {shape}. Add a batch axis with x[None]."
         )
     if len(tokens) != x.shape[1]:
-        raise ValueError(
+        raise AttnscopeError(
             f"{len(tokens)} tokens were given for an input of {x.shape[1]} positions; "
             "pass one token per position."
         )
     for i, module in enumerate(layers):
         if module.d_model != x.shape[-1] or module.kdim != module.d_model:
-            raise ValueError(
+            raise AttnscopeError(
                 f"layer {i} takes d_model={module.d_model} (kdim={module.kdim}) but the "
                 f"input has {x.shape[-1]} features; stacked self-attention layers need "
                 "d_model == kdim == vdim == the input's width."
             )
         if module.vdim != module.d_model:
-            raise ValueError(
+            raise AttnscopeError(
                 f"layer {i} has vdim={module.vdim} != d_model={module.d_model}; "
                 "self-attention feeds the same input as query, key and value."
             )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from attnscope.errors import AttnscopeError, AttnscopeIndexError, AttnscopeTypeError
 from attnscope.trace.tokens import Tokens
 
 if TYPE_CHECKING:
@@ -55,17 +56,17 @@ def trace_from_transformer_lens(
     >>> trace_from_transformer_lens(None, {}, ["a"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: from_transformer_lens takes the ActivationCache that ... not a dict.
+    attnscope.errors.AttnscopeTypeError: from_transformer_lens takes the ActivationCache that ...
     """
     if not is_activation_cache(cache):
-        raise TypeError(
+        raise AttnscopeTypeError(
             "from_transformer_lens takes the ActivationCache that TransformerLens' "
             f"`logits, cache = model.run_with_cache(tokens)` returns, not a {type(cache).__name__}."
         )
     names = list(cache.keys())
     layers = sorted(int(m.group(1)) for m in map(_PATTERN.match, names) if m)
     if not layers:
-        raise ValueError(
+        raise AttnscopeError(
             "the ActivationCache holds no attention pattern (blocks.<i>.attn.hook_pattern); "
             "run model.run_with_cache(tokens) without a names_filter, or keep "
             "'hook_pattern' in it."
@@ -79,7 +80,7 @@ def trace_from_transformer_lens(
         value = cache[name]
         if batched:
             if not 0 <= batch_index < value.shape[0]:
-                raise IndexError(
+                raise AttnscopeIndexError(
                     f"batch_index={batch_index} but the cache holds {value.shape[0]} item(s)."
                 )
             value = value[batch_index]
@@ -88,7 +89,7 @@ def trace_from_transformer_lens(
     attention = np.stack([_required(get(i, "hook_pattern")) for i in layers])
     labels = _token_strings(tokens, cache, batch_index)
     if len(labels) != attention.shape[-1]:
-        raise ValueError(
+        raise AttnscopeError(
             f"the cache covers {attention.shape[-1]} positions but {len(labels)} tokens were "
             "given; pass one token per position (model.to_str_tokens(tokens))."
         )
@@ -167,7 +168,7 @@ def _scaling(config: Any, head_dim: int) -> float:
 
 def _token_strings(tokens: Any, cache: Any, batch_index: int) -> list[str]:
     if isinstance(tokens, str):
-        raise TypeError(
+        raise AttnscopeTypeError(
             "tokens must be one string per position, not one string; use model.to_str_tokens(text)."
         )
     if hasattr(tokens, "shape") or (
@@ -175,7 +176,7 @@ def _token_strings(tokens: Any, cache: Any, batch_index: int) -> list[str]:
     ):
         model = getattr(cache, "model", None)
         if model is None or getattr(model, "tokenizer", None) is None:
-            raise TypeError(
+            raise AttnscopeTypeError(
                 "tokens are token ids and the cache's model has no tokenizer to name them; "
                 "pass the strings (one per position) instead."
             )

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 
 PixelArray = npt.NDArray[np.uint8]
 
@@ -149,7 +149,9 @@ def check_regions(regions: Sequence[ImageRegion], length: int) -> list[ImageRegi
     seen: set[int] = set()
     for i, region in enumerate(regions):
         if not isinstance(region, ImageRegion):
-            raise TypeError(f"trace.images[{i}] must be an ImageRegion; got {type(region)}.")
+            raise AttnscopeTypeError(
+                f"trace.images[{i}] must be an ImageRegion; got {type(region)}."
+            )
         for p in region.all_positions():
             if not 0 <= p < length:
                 raise AttnscopeError(

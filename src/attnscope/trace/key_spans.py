@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from attnscope.errors import AttnscopeError
+
 SpanArray = npt.NDArray[np.int32]
 
 
@@ -50,7 +52,7 @@ def spans_from_blocked(blocked: Any) -> SpanArray | None:
         blocked = blocked.copy()
     hidden = torch.as_tensor(blocked, dtype=torch.bool)
     if hidden.ndim != 2:
-        raise ValueError(f"key spans come from a 2-D (q, k) mask, not {tuple(hidden.shape)}.")
+        raise AttnscopeError(f"key spans come from a 2-D (q, k) mask, not {tuple(hidden.shape)}.")
     q_len, k_len = hidden.shape
     spans: SpanArray = np.zeros((q_len, 2), np.int32)
     keys = torch.arange(k_len)
@@ -98,14 +100,14 @@ def check_spans(spans: Any, q_len: int, k_len: int, stream: str) -> SpanArray:
     """
     array = np.asarray(spans)
     if array.ndim != 3 or array.shape[1:] != (q_len, 2):
-        raise ValueError(
+        raise AttnscopeError(
             f"{stream}: key_spans has shape {array.shape}; expected (layers or 1, {q_len}, 2): "
             "[start, stop) of the keys each query sees."
         )
     if array.size and (
         array.min() < 0 or array.max() > k_len or bool(np.any(array[..., 0] > array[..., 1]))
     ):
-        raise ValueError(
+        raise AttnscopeError(
             f"{stream}: key_spans must hold 0 <= start <= stop <= k_len ({k_len}) for every query."
         )
     return np.ascontiguousarray(array, dtype=np.int32)

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from attnscope.errors import TraceFileError
+from attnscope.errors import AttnscopeError, TraceFileError
 
 ALLOWED_KINDS = {"b": "boolean", "f": "float", "i": "integer", "u": "integer", "U": "text"}
 """Array kinds a trace file may hold (numpy ``dtype.kind``): no objects, bytes or records."""
@@ -84,7 +84,7 @@ def _read_member(member: IO[bytes], size: int, path: Path, name: str) -> np.ndar
     elif version == (2, 0):
         shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
     else:
-        raise ValueError(f".npy format version {version} is not one attnscope writes")
+        raise AttnscopeError(f".npy format version {version} is not one attnscope writes")
     if dtype.hasobject or dtype.kind not in ALLOWED_KINDS or dtype.fields is not None:
         raise TraceFileError(
             f"{path} holds array {name!r} of dtype {dtype}, which an attnscope trace never "
@@ -94,16 +94,16 @@ def _read_member(member: IO[bytes], size: int, path: Path, name: str) -> np.ndar
     count = math.prod(shape)  # Python ints: a damaged shape cannot overflow into a small one
     nbytes = count * dtype.itemsize
     if count < 0 or nbytes > size:
-        raise ValueError(f"shape {shape} needs {nbytes} bytes but the member holds {size}")
+        raise AttnscopeError(f"shape {shape} needs {nbytes} bytes but the member holds {size}")
     data = member.read(nbytes)
     if len(data) != nbytes:
         raise EOFError(f"{len(data)} of {nbytes} bytes of data")
     if member.read(1):  # reading to the end also makes zipfile check the CRC
-        raise ValueError("bytes after the array's data")
+        raise AttnscopeError("bytes after the array's data")
     if dtype.kind == "U":  # UCS-4 code units above U+10FFFF crash str() with SystemError
         order = dtype.byteorder if dtype.byteorder in "<>" else "="
         if np.any(np.frombuffer(data, dtype=np.dtype(np.uint32).newbyteorder(order)) > 0x10FFFF):
-            raise ValueError("its text holds code points beyond U+10FFFF")
+            raise AttnscopeError("its text holds code points beyond U+10FFFF")
     array = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
     return array.copy()  # writable and owning its memory, like np.load's arrays
 

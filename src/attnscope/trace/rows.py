@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from attnscope.errors import AttnscopeError
+
 if TYPE_CHECKING:
     import torch
 
@@ -163,7 +165,7 @@ def logit_rows(
 
 def _qk(stream: AttentionStream) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     if stream.queries is None or stream.keys is None or stream.scaling is None:
-        raise ValueError(f"stream {stream.name!r} has neither weights nor q/k to compute from.")
+        raise AttnscopeError(f"stream {stream.name!r} has neither weights nor q/k to compute from.")
     return stream.queries, stream.keys
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeIndexError
 from attnscope.trace.key_spans import check_spans
 from attnscope.trace.validate import (
     as_float32,
@@ -157,7 +157,7 @@ class AttentionStream:
         self.device = device
         self._attention: FloatArray | None = None
         if query_side not in ("source", "target") or key_side not in ("source", "target"):
-            raise ValueError("query_side and key_side must be 'source' or 'target'.")
+            raise AttnscopeError("query_side and key_side must be 'source' or 'target'.")
         self.query_side: Side = query_side
         self.key_side: Side = key_side
         self.weights: npt.NDArray[np.floating[Any]] | None = None
@@ -165,7 +165,7 @@ class AttentionStream:
             self.weights = check_attention(_as_weights(attention), name)
             check_rows(self.weights, name, sinks=sinks is not None)
         elif queries is None and keys is None:
-            raise ValueError(
+            raise AttnscopeError(
                 f"{name}: a stream needs attention weights, or the queries and keys they "
                 "come from; pass attention= or queries= and keys=."
             )
@@ -176,12 +176,12 @@ class AttentionStream:
         num_layers, num_heads, q_len, k_len = self.shape
         ids = tuple(int(i) for i in layers) or tuple(range(num_layers))
         if len(ids) != num_layers:
-            raise ValueError(
+            raise AttnscopeError(
                 f"{name}: layers lists {len(ids)} indices but attention has "
                 f"{num_layers} layers; give one model layer index per captured layer."
             )
         if len(set(ids)) != len(ids) or any(i < 0 for i in ids):
-            raise ValueError(f"{name}: layers must be distinct non-negative indices.")
+            raise AttnscopeError(f"{name}: layers must be distinct non-negative indices.")
         self.layers: tuple[int, ...] = ids
         full = self.shape
         self.bias: FloatArray | None = None
@@ -194,36 +194,36 @@ class AttentionStream:
             _check_broadcast(self.mask.shape, full, "mask", name)
         self.key_spans = None if key_spans is None else check_spans(key_spans, q_len, k_len, name)
         if self.key_spans is not None and self.key_spans.shape[0] not in (1, num_layers):
-            raise ValueError(f"{name}: key_spans needs one entry per layer, or one for all.")
+            raise AttnscopeError(f"{name}: key_spans needs one entry per layer, or one for all.")
         self.softcap: FloatArray | None = None
         if softcap is not None:
             cap = as_float32(softcap, "softcap").reshape(-1)
             if cap.shape == (1,):
                 cap = np.repeat(cap, num_layers)
             if cap.shape != (num_layers,):
-                raise ValueError(f"{name}: softcap needs one value per layer.")
+                raise AttnscopeError(f"{name}: softcap needs one value per layer.")
             self.softcap = cap
         self.sinks: FloatArray | None = None
         if sinks is not None:
             self.sinks = as_float32(sinks, "sinks", allow_inf=True)
             if np.isposinf(self.sinks).any():
-                raise ValueError(f"{name}: sinks holds +inf; use -inf for a head with no sink.")
+                raise AttnscopeError(f"{name}: sinks holds +inf; use -inf for a head with no sink.")
             if self.sinks.shape != (num_layers, num_heads):
-                raise ValueError(
+                raise AttnscopeError(
                     f"{name}: sinks has shape {self.sinks.shape}; expected "
                     f"({num_layers}, {num_heads})."
                 )
         self.reference: FloatArray | None = None
         self.reference_rows: npt.NDArray[np.int64] | None = None
         if (reference is None) != (reference_rows is None):
-            raise ValueError(f"{name}: reference and reference_rows come together.")
+            raise AttnscopeError(f"{name}: reference and reference_rows come together.")
         if reference is not None:
             rows = np.asarray(reference_rows, dtype=np.int64).reshape(-1)
             ref = as_float32(reference, "reference")
             if ref.shape != (num_layers, num_heads, rows.size, k_len) or (
                 rows.size and (rows.min() < 0 or rows.max() >= q_len)
             ):
-                raise ValueError(
+                raise AttnscopeError(
                     f"{name}: reference has shape {ref.shape} for rows {rows.tolist()[:8]}; "
                     f"expected ({num_layers}, {num_heads}, rows, {k_len}) with rows < {q_len}."
                 )
@@ -232,10 +232,10 @@ class AttentionStream:
     def _set_qk(self, queries: Any, keys: Any, scaling: Any) -> None:
         name = self.name
         if (queries is None) != (keys is None):
-            raise ValueError(f"{name}: queries and keys come together; pass both or neither.")
+            raise AttnscopeError(f"{name}: queries and keys come together; pass both or neither.")
         if queries is None:
             if scaling is not None:
-                raise ValueError(
+                raise AttnscopeError(
                     f"{name}: scaling was given without queries and keys; it is only "
                     "meaningful with them (pass queries= and keys=, or drop scaling=)."
                 )
@@ -245,7 +245,7 @@ class AttentionStream:
         if q.dtype != k.dtype:  # both in one precision: the wider one
             q, k = q.astype(np.float32, copy=False), k.astype(np.float32, copy=False)
         if self.weights is not None and q.shape[:3] != self.weights.shape[:3]:
-            raise ValueError(
+            raise AttnscopeError(
                 f"{name}: queries has shape {q.shape}; expected "
                 f"{(*self.weights.shape[:3], 'head_dim')} to match attention "
                 f"{self.weights.shape}."
@@ -253,7 +253,7 @@ class AttentionStream:
         k_len = k.shape[2] if self.weights is None else self.weights.shape[3]
         kv_heads = k.shape[1]
         if k.shape[0] != q.shape[0] or k.shape[2] != k_len or k.shape[3] != q.shape[3]:
-            raise ValueError(
+            raise AttnscopeError(
                 f"{name}: keys has shape {k.shape}; expected "
                 f"({q.shape[0]}, kv_heads, {k_len}, {q.shape[3]}) to match queries "
                 f"{q.shape}"
@@ -261,7 +261,7 @@ class AttentionStream:
                 + "."
             )
         if kv_heads == 0 or q.shape[1] % kv_heads:
-            raise ValueError(
+            raise AttnscopeError(
                 f"{name}: {q.shape[1]} query heads cannot share {kv_heads} key "
                 "heads; the number of query heads must be a multiple of the key heads."
             )
@@ -274,7 +274,7 @@ class AttentionStream:
         if scale.shape == (1,):
             scale = np.repeat(scale, num_layers)
         if scale.shape != (num_layers,):
-            raise ValueError(
+            raise AttnscopeError(
                 f"{name}: scaling has {scale.shape[0]} values; give one per "
                 f"layer ({num_layers}) or a single number."
             )
@@ -352,7 +352,7 @@ class AttentionStream:
         try:
             return self.layers.index(layer)
         except ValueError:
-            raise IndexError(
+            raise AttnscopeIndexError(
                 f"layer {layer} was not captured in stream {self.name!r}; "
                 f"captured layers: {list(self.layers)}."
             ) from None
@@ -458,7 +458,7 @@ class AttentionStream:
         [0.5, 0.5]
         """
         if self.queries is None or self.keys is None or self.scaling is None:
-            raise ValueError(
+            raise AttnscopeError(
                 f"stream {self.name!r} has no queries/keys to recompute attention from."
             )
         if self.weights is None:
@@ -542,7 +542,7 @@ def _as_weights(value: Any) -> npt.NDArray[np.floating[Any]]:
     """float16 weights stay float16 (compact storage); anything else becomes float32."""
     if isinstance(value, np.ndarray) and value.dtype == np.float16:
         if not all(np.isfinite(layer).all() for layer in value.reshape(-1, *value.shape[-2:])):
-            raise ValueError("attention contains non-finite values.")
+            raise AttnscopeError("attention contains non-finite values.")
         return np.ascontiguousarray(value)
     return as_float32(value, "attention")
 
@@ -560,7 +560,7 @@ def _as_vectors(value: Any, what: str) -> FloatArray:
         value = value.detach().cpu().numpy()
     if isinstance(value, np.ndarray) and value.dtype == np.float16:
         if not all(np.isfinite(layer).all() for layer in value.reshape(-1, *value.shape[-2:])):
-            raise ValueError(
+            raise AttnscopeError(
                 f"{what} contains non-finite values; check the model ran without overflow."
             )
         return np.ascontiguousarray(value)  # type: ignore[return-value]
@@ -570,7 +570,7 @@ def _as_vectors(value: Any, what: str) -> FloatArray:
 def _check_broadcast(shape: tuple[int, ...], full: tuple[int, ...], what: str, stream: str) -> None:
     ok = len(shape) == 4 and all(s in (1, f) for s, f in zip(shape, full, strict=True))
     if not ok:
-        raise ValueError(
+        raise AttnscopeError(
             f"{stream}: {what} has shape {shape}; it must be 4-D and broadcastable to "
             f"the attention shape {full} (use 1 for a shared axis)."
         )

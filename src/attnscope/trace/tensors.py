@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from attnscope.errors import AttnscopeError, AttnscopeIndexError, AttnscopeTypeError
 from attnscope.trace.from_transformer_lens import is_activation_cache
 from attnscope.trace.validate import as_float32
 
@@ -25,13 +26,13 @@ def stack_layers(attention: Any, *, batch_index: int = 0) -> npt.NDArray[np.floa
     (4, 2, 3, 3)
     """
     if is_activation_cache(attention):
-        raise TypeError(
+        raise AttnscopeTypeError(
             "attention is a TransformerLens ActivationCache: use "
             "AttentionTrace.from_transformer_lens(cache, tokens), which also keeps q and k."
         )
     if isinstance(attention, Sequence) and not isinstance(attention, str | bytes):
         if len(attention) == 0:
-            raise ValueError(
+            raise AttnscopeError(
                 "attention is an empty tuple. A Hugging Face model running with 'sdpa' "
                 "returns () for output_attentions=True: load it with "
                 "attn_implementation='eager', or use attnscope.capture(model, text)."
@@ -39,20 +40,20 @@ def stack_layers(attention: Any, *, batch_index: int = 0) -> npt.NDArray[np.floa
         layers = [as_float32(a, f"attention[{i}]") for i, a in enumerate(attention)]
         shapes = {a.shape for a in layers}
         if len(shapes) != 1:
-            raise ValueError(
+            raise AttnscopeError(
                 f"attention layers differ in shape: {sorted(shapes)}; every layer must "
                 "cover the same heads and tokens."
             )
         first = layers[0]
         if first.ndim == 4:
             if not 0 <= batch_index < first.shape[0]:
-                raise IndexError(
+                raise AttnscopeIndexError(
                     f"batch_index={batch_index} but the batch has {first.shape[0]} item(s)."
                 )
             return np.stack([a[batch_index] for a in layers])
         if first.ndim == 3:
             return np.stack(layers)
-        raise ValueError(
+        raise AttnscopeError(
             f"each layer's attention must be (batch, heads, q, k) or (heads, q, k); got "
             f"shape {first.shape}."
         )
@@ -61,7 +62,7 @@ def stack_layers(attention: Any, *, batch_index: int = 0) -> npt.NDArray[np.floa
         return array
     if array.ndim == 5:
         return array[:, batch_index]
-    raise ValueError(
+    raise AttnscopeError(
         f"attention must be a tuple of per-layer (batch, heads, q, k) tensors or one "
         f"(layers, heads, q, k) array; got shape {array.shape}."
     )

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace.labels import TokenKind, display_labels, guess_kinds
 
 
@@ -24,11 +24,11 @@ def token_strings(tokens: Any, what: str = "tokens") -> tuple[str, ...]:
     >>> token_strings(None)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: tokens must be a list of strings, one per position; got None. ...
+    attnscope.errors.AttnscopeTypeError: tokens must be a list of strings, one per position; ...
     """
     if tokens is None or isinstance(tokens, str | bytes) or not isinstance(tokens, Iterable):
         got = "None" if tokens is None else f"{type(tokens).__name__} {_short(tokens)}"
-        raise TypeError(
+        raise AttnscopeTypeError(
             f"{what} must be a list of strings, one per position; got {got}. Pass e.g. "
             f"{what}=tokenizer.convert_ids_to_tokens(input_ids[0]), or list(text) for "
             "one token per character."
@@ -88,28 +88,30 @@ class Tokens:
             tuple(kinds) if kinds is not None else tuple("token" for _ in labels_t)
         )
         if len(raw_t) != len(labels_t):
-            raise ValueError(
+            raise AttnscopeError(
                 f"raw tokens has {len(raw_t)} entries but labels has {len(labels_t)}; "
                 "pass one raw token per label."
             )
         if len(kinds_t) != len(labels_t):
-            raise ValueError(
+            raise AttnscopeError(
                 f"kinds has {len(kinds_t)} entries but labels has {len(labels_t)}; "
                 "pass one kind per token."
             )
         bad = sorted({k for k in kinds_t if k not in ("token", "special", "padding")})
         if bad:
-            raise ValueError(f"unknown token kind(s) {bad}; use 'token', 'special' or 'padding'.")
+            raise AttnscopeError(
+                f"unknown token kind(s) {bad}; use 'token', 'special' or 'padding'."
+            )
         seg_t: tuple[int, ...] | None = None
         if segments is not None:
             seg_t = tuple(int(s) for s in segments)
             if len(seg_t) != len(labels_t):
-                raise ValueError(
+                raise AttnscopeError(
                     f"segments has {len(seg_t)} entries but labels has {len(labels_t)}; "
                     "pass one segment id (0 = sentence A, 1 = sentence B) per token."
                 )
             if any(s not in (0, 1) for s in seg_t):
-                raise ValueError("segments must be 0 (sentence A) or 1 (sentence B).")
+                raise AttnscopeError("segments must be 0 (sentence A) or 1 (sentence B).")
         object.__setattr__(self, "labels", labels_t)
         object.__setattr__(self, "raw", raw_t)
         object.__setattr__(self, "kinds", kinds_t)

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -28,12 +28,12 @@ def as_float32(value: Any, what: str, *, allow_inf: bool = False) -> FloatArray:
     try:
         array = np.asarray(value, dtype=np.float32)
     except (TypeError, ValueError) as err:
-        raise TypeError(f"{what} must be a numeric array or tensor: {err}") from None
+        raise AttnscopeTypeError(f"{what} must be a numeric array or tensor: {err}") from None
     bad = np.isnan(array) if allow_inf else ~np.isfinite(array)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
         kind = "NaN" if np.isnan(array[where]) else "inf"
-        raise ValueError(
+        raise AttnscopeError(
             f"{what} contains {int(bad.sum())} non-finite value(s) ({kind} first at index "
             f"{where}); check the model ran in float32 and that no row is fully masked "
             "before softmax."
@@ -44,7 +44,7 @@ def as_float32(value: Any, what: str, *, allow_inf: bool = False) -> FloatArray:
 def check_rank(array: FloatArray, rank: int, what: str, stream: str) -> FloatArray:
     """Raise unless ``array`` has exactly ``rank`` dimensions."""
     if array.ndim != rank:
-        raise ValueError(
+        raise AttnscopeError(
             f"{stream}: {what} must be {rank}-D (layers, heads, positions, ...); "
             f"got shape {array.shape}."
         )
@@ -59,7 +59,7 @@ def check_attention(array: FloatArray, stream: str) -> FloatArray:
             if array.ndim == 3
             else ""
         )
-        raise ValueError(
+        raise AttnscopeError(
             f"{stream}: attention must be 4-D (layers, heads, q_len, k_len); got shape "
             f"{array.shape}.{hint}"
         )
@@ -72,14 +72,14 @@ def check_attention(array: FloatArray, stream: str) -> FloatArray:
     low = float(array.min())
     if low < -1e-6:
         where = tuple(int(i) for i in np.unravel_index(int(array.argmin()), array.shape))
-        raise ValueError(
+        raise AttnscopeError(
             f"{stream}: attention has negative weight {low:.4g} at (layer, head, q, k) = "
             f"{where}; pass softmax probabilities, not raw scores or logits."
         )
     high = float(array.max())
     if high > 1 + 1e-4:
         where = tuple(int(i) for i in np.unravel_index(int(array.argmax()), array.shape))
-        raise ValueError(
+        raise AttnscopeError(
             f"{stream}: attention has weight {high:.4g} > 1 at (layer, head, q, k) = "
             f"{where}; pass softmax probabilities, not raw scores or logits."
         )
@@ -153,7 +153,7 @@ def check_bool_mask(value: Any, stream: str) -> npt.NDArray[np.bool_]:
         value = value.detach().cpu().numpy()
     array = np.asarray(value)
     if array.dtype != np.bool_:
-        raise TypeError(
+        raise AttnscopeTypeError(
             f"{stream}: mask must be boolean (True = key hidden from the query); got "
             f"dtype {array.dtype}. Convert an additive mask with `mask < 0` or `mask == -inf`."
         )

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.sources.hf.attention_only import WHY, capture_weights, why_no_qk
 from attnscope.sources.hf.chat import encode_chat, is_chat
 from attnscope.sources.hf.checks import (
@@ -138,7 +138,9 @@ def _encode(
     # -- generation (issue 15): chat messages, room for the new tokens ----------------
     if is_chat(text):
         if text_pair is not None:
-            raise TypeError("text_pair= applies to a sentence, not to chat messages; leave it out.")
+            raise AttnscopeTypeError(
+                "text_pair= applies to a sentence, not to chat messages; leave it out."
+            )
         tokenizer = load_tokenizer(model) if tokenizer is None else tokenizer
         encoded, _ = encode_chat(tokenizer, text, generate=plan is not None, max_tokens=max_tokens)
         check_length(encoded.length, position_limit(model.config), "the chat prompt")
@@ -348,12 +350,12 @@ def capture(
         chosen = None  # all of them: no probe pass needed
     check_max_tokens(max_tokens)
     if target is not None and not model.config.is_encoder_decoder:
-        raise ValueError(
+        raise AttnscopeError(
             f"target= is the decoder text of an encoder–decoder model (T5, BART); "
             f"{type(model).__name__} has no decoder input. Put all the text in text."
         )
     if plan is not None and text_pair is not None:
-        raise TypeError(
+        raise AttnscopeTypeError(
             "text_pair= and max_new_tokens= both use the two segments (A/B): a generation "
             "has the prompt as A and the generated tokens as B; put all the prompt in text."
         )

@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeIndexError, AttnscopeTypeError
 
 # Models whose learned positions start after the padding index (RoBERTa's scheme).
 _OFFSET_POSITIONS = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "data2vec-text"}
@@ -50,18 +50,18 @@ def check_layers(layers: Sequence[int] | None, count: int) -> list[int] | None:
     >>> check_layers([4], 4)
     Traceback (most recent call last):
     ...
-    IndexError: layers=[4] names layer 4, but the model has 4 layers: valid indices are 0..3.
+    attnscope.errors.AttnscopeIndexError: layers=[4] names layer 4, but the model has 4 ...
     """
     if layers is None:
         return None
     if isinstance(layers, int) or not all(isinstance(i, int) for i in layers):
-        raise TypeError(f"layers must be a list of layer indices (ints); got {layers!r}.")
+        raise AttnscopeTypeError(f"layers must be a list of layer indices (ints); got {layers!r}.")
     chosen = sorted(set(layers))
     if not chosen:
-        raise ValueError("layers is empty; pass layer indices, or leave it out for all layers.")
+        raise AttnscopeError("layers is empty; pass layer indices, or leave it out for all layers.")
     bad = [i for i in chosen if not 0 <= i < count]
     if bad:
-        raise IndexError(
+        raise AttnscopeIndexError(
             f"layers={list(layers)} names layer {bad[0]}, but the model has {count} layers: "
             f"valid indices are 0..{count - 1}."
         )
@@ -76,12 +76,12 @@ def check_text(text: Any, what: str = "text") -> str:
     >>> check_text("  ")
     Traceback (most recent call last):
     ...
-    ValueError: text is empty; pass the sentence to run through the model.
+    attnscope.errors.AttnscopeError: text is empty; pass the sentence to run through the model.
     """
     if not isinstance(text, str):
-        raise TypeError(f"{what} must be a string; got {type(text).__name__}.")
+        raise AttnscopeTypeError(f"{what} must be a string; got {type(text).__name__}.")
     if not text.strip():
-        raise ValueError(f"{what} is empty; pass the sentence to run through the model.")
+        raise AttnscopeError(f"{what} is empty; pass the sentence to run through the model.")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as err:
@@ -103,10 +103,10 @@ def check_max_tokens(max_tokens: int | None) -> None:
     >>> check_max_tokens(0)
     Traceback (most recent call last):
     ...
-    ValueError: max_tokens must be a positive number of tokens; got 0.
+    attnscope.errors.AttnscopeError: max_tokens must be a positive number of tokens; got 0.
     """
     if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
-        raise ValueError(f"max_tokens must be a positive number of tokens; got {max_tokens!r}.")
+        raise AttnscopeError(f"max_tokens must be a positive number of tokens; got {max_tokens!r}.")
 
 
 def position_limit(config: Any) -> int | None:
@@ -140,10 +140,10 @@ def check_length(length: int, limit: int | None, what: str = "text") -> None:
     >>> check_length(600, 512)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: text is 600 tokens long ... at most 512 positions; pass max_tokens=512 to ...
+    attnscope.errors.AttnscopeError: text is 600 tokens long ... at most 512 positions; pass ...
     """
     if limit is not None and length > limit:
-        raise ValueError(
+        raise AttnscopeError(
             f"{what} is {length} tokens long but the model takes at most {limit} positions; "
             f"pass max_tokens={limit} to truncate it."
         )

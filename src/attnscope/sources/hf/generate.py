@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.sources.hf.tokenize import Encoded, tokens_for_ids
 from attnscope.trace import Tokens
 
@@ -106,31 +106,35 @@ def plan_generation(
     >>> plan_generation(None, None, None, {"do_sample": True})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: ['do_sample'] only apply when capture generates; pass max_new_tokens=N ...
+    attnscope.errors.AttnscopeTypeError: ['do_sample'] only apply when capture generates; pass ...
     """
     if max_new_tokens is None:
         given = sorted(kwargs) + (["seed"] if seed is not None else [])
         if given:
-            raise TypeError(
+            raise AttnscopeTypeError(
                 f"{given} only apply when capture generates; pass max_new_tokens=N to "
                 "generate N tokens (or leave these out)."
             )
         return None
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-        raise TypeError(f"max_new_tokens must be an int; got {max_new_tokens!r}.")
+        raise AttnscopeTypeError(f"max_new_tokens must be an int; got {max_new_tokens!r}.")
     if max_new_tokens < 1:
         raise AttnscopeError(
             f"max_new_tokens must be at least 1; got {max_new_tokens}. Leave it out to "
             "capture the prompt alone."
         )
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise TypeError(f"seed must be an int (passed to torch.manual_seed); got {seed!r}.")
+        raise AttnscopeTypeError(
+            f"seed must be an int (passed to torch.manual_seed); got {seed!r}."
+        )
     reserved = sorted(k for k in kwargs if k in _RESERVED)
     if reserved:
-        raise TypeError(f"{reserved[0]}= is not a capture option: {_RESERVED[reserved[0]]}.")
+        raise AttnscopeTypeError(
+            f"{reserved[0]}= is not a capture option: {_RESERVED[reserved[0]]}."
+        )
     unknown = sorted(k for k in kwargs if k not in generate_option_names())
     if unknown:
-        raise TypeError(
+        raise AttnscopeTypeError(
             f"unknown option(s) {unknown}: neither a capture option nor a setting of "
             "model.generate (do_sample, temperature, top_k, top_p, num_beams, ...)."
         )

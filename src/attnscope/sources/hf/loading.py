@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from attnscope.errors import AttnscopeError, ModelNotFoundError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError, ModelNotFoundError
 
 # A Hub repo id: "name" or "owner/name", letters, digits, "-", "_" and ".".
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
@@ -31,7 +31,7 @@ def load_model(model: Any, *, images: bool = False) -> Any:
     >>> load_model(3)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: model must be a transformers PreTrainedModel or a model name/path; got int. ...
+    attnscope.errors.AttnscopeTypeError: model must be a transformers PreTrainedModel or a ...
     """
     if isinstance(model, str | os.PathLike):
         name = check_model_name(os.fspath(model))
@@ -59,7 +59,7 @@ def load_model(model: Any, *, images: bool = False) -> Any:
     from transformers import PreTrainedModel
 
     if not isinstance(model, PreTrainedModel):
-        raise TypeError(
+        raise AttnscopeTypeError(
             "model must be a transformers PreTrainedModel or a model name/path; got "
             f"{type(model).__name__}. For your own attention module use "
             "AttentionTrace.from_module."
@@ -208,7 +208,7 @@ def load_tokenizer(model: Any) -> Any:
     ...     num_attention_heads=2, intermediate_size=8)))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: no tokenizer found for BertModel: it has no name_or_path; pass tokenizer= ...
+    attnscope.errors.AttnscopeError: no tokenizer found for BertModel: it has no name_or_path; ...
     """
     from transformers import AutoTokenizer
 
@@ -219,7 +219,7 @@ def load_tokenizer(model: Any) -> Any:
             return AutoTokenizer.from_pretrained(name, local_files_only=hub_offline())
         except Exception as err:  # any loader failure means the same thing to the user
             reason = f"loading one from {name!r} failed ({type(err).__name__})"
-    raise ValueError(
+    raise AttnscopeError(
         f"no tokenizer found for {type(model).__name__}: {reason}; "
         "pass tokenizer= to attnscope.capture."
     )

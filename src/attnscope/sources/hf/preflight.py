@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 
 
 def preflight(model: Any, inputs: Mapping[str, torch.Tensor], tokens: Sequence[str] = ()) -> None:
@@ -54,7 +54,7 @@ def check_tokenizer(tokenizer: Any) -> None:
     >>> check_tokenizer("bert-base-uncased")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: tokenizer= must be a transformers tokenizer ...; got str 'bert-base-uncased'. ...
+    attnscope.errors.AttnscopeTypeError: tokenizer= must be a transformers tokenizer ...; got ...
     """
     if callable(tokenizer) and callable(getattr(tokenizer, "convert_ids_to_tokens", None)):
         return
@@ -65,7 +65,7 @@ def check_tokenizer(tokenizer: Any) -> None:
         if type(tokenizer).__module__.startswith("tokenizers")
         else ""
     )
-    raise TypeError(
+    raise AttnscopeTypeError(
         "tokenizer= must be a transformers tokenizer (such as "
         f"AutoTokenizer.from_pretrained(path)); got {got}. Leave it out to load the one saved "
         f"with the model.{hint}"

@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from attnscope.errors import AttnscopeError
 from attnscope.sources.hf.tokenize import Encoded, encode_text, tokens_for_ids
 from attnscope.trace import Tokens
 
@@ -17,7 +18,7 @@ def _start_id(model: Any) -> int:
     if start is None:
         start = getattr(getattr(model, "generation_config", None), "decoder_start_token_id", None)
     if start is None:
-        raise ValueError(
+        raise AttnscopeError(
             f"{type(model).__name__} has no decoder_start_token_id in its config; set "
             "model.config.decoder_start_token_id so the decoder input can be built."
         )
@@ -50,7 +51,7 @@ def encode_target(model: Any, tokenizer: Any, source: Encoded, target: str | Non
     (('[PAD]', '[CLS]', 'The', 'cat', '[SEP]'), [[0, 101, 1996, 4937, 102]])
     """
     if target is None and not model.can_generate():
-        raise ValueError(
+        raise AttnscopeError(
             f"{type(model).__name__} cannot generate a target (it has no language-model "
             "head); pass target= with the decoder text."
         )

@@ -124,7 +124,7 @@ def encode_image(model: Any, image: Any) -> Encoded:
             width,
         )
     ):
-        raise ValueError(
+        raise AttnscopeError(
             f"{type(model).__name__} reads images of shape ({channels}, {height}, {width}); "
             f"got {tuple(pixels.shape)}. Pass one image as pixel_values from the model's "
             "image processor (e.g. processor(img, return_tensors='pt').pixel_values)."

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnscope.errors import AttnscopeError
+from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.sources.hf.chat import is_chat
 from attnscope.sources.hf.checks import check_length, position_limit
 from attnscope.sources.hf.generate import GenerationPlan, check_room
@@ -41,13 +41,13 @@ def check_images(images: Any) -> list[Any]:
     >>> check_images("cat.png")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: images= takes a PIL image, a numpy array or tensor (height, width, channels) ...
+    attnscope.errors.AttnscopeTypeError: images= takes a PIL image, a numpy array or tensor ...
     """
     found = list(images) if isinstance(images, list | tuple) else [images]
     bad = [i for i, image in enumerate(found) if not _is_image(image)]
     if not found or bad:
         what = "an empty list" if not found else f"{type(found[bad[0]]).__name__} at {bad[0]}"
-        raise TypeError(
+        raise AttnscopeTypeError(
             "images= takes a PIL image, a numpy array or tensor (height, width, channels) or "
             f"(channels, height, width), or a list of them; got {what}. Open files first, "
             "e.g. PIL.Image.open(path)."
@@ -125,7 +125,7 @@ def check_placeholders(text: Any, images: Sequence[Any], processor: Any) -> None
     attnscope.errors.AttnscopeError: the text has 1 image placeholder(s) '<image>' but 2 ...
     """
     if not isinstance(text, str):
-        raise TypeError(
+        raise AttnscopeTypeError(
             f"with images=, text must be one string with the image placeholders or chat "
             f"messages; got {type(text).__name__}."
         )
@@ -273,7 +273,9 @@ def encode_prompt_with_images(
     """
     found = check_images(images)
     if text_pair is not None:
-        raise TypeError("text_pair= is sentence B of a text pair; with images= leave it out.")
+        raise AttnscopeTypeError(
+            "text_pair= is sentence B of a text pair; with images= leave it out."
+        )
     token = image_token_id(model)  # before loading anything: a model that takes no images
     processor = load_processor(model, processor)
     if is_chat(text):

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from attnscope.errors import AttnscopeTypeError
+
 
 def _from(model: Any, package: str) -> bool:
     return any(c.__module__.split(".")[0] == package for c in type(model).__mro__)
@@ -30,7 +32,7 @@ def unwrap_model(model: Any, tokenizer: Any = None) -> tuple[Any, Any]:
     if _from(model, "nnsight"):
         inner = getattr(model, "_module", None)
         if inner is None:
-            raise TypeError(
+            raise AttnscopeTypeError(
                 f"this nnsight {type(model).__name__} holds no model (._module); wrap a "
                 "loaded transformers model, or pass that model to capture."
             )
@@ -39,7 +41,7 @@ def unwrap_model(model: Any, tokenizer: Any = None) -> tuple[Any, Any]:
             tokenizer = getattr(model, "tokenizer", None)
         return inner, tokenizer
     if _from(model, "transformer_lens"):
-        raise TypeError(
+        raise AttnscopeTypeError(
             f"attnscope.capture cannot run a TransformerLens {type(model).__name__}: it has "
             "replaced its model's attention with its own. Run it yourself and pass the "
             "cache: `logits, cache = model.run_with_cache(tokens)`, then "
