@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from attnscope import AttentionStream, AttentionTrace, Tokens
-from attnscope.encode.chunks import ChunkKey, encode_chunk, parse_key
+from attnscope.encode.chunks import encode_chunk, parse_key
+from attnscope.encode.keys import ChunkKey
 from attnscope.encode.tiles import TILE, encode_tile, tile_grid, tile_levels, tile_span
 
 

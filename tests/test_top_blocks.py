@@ -10,8 +10,9 @@ import pytest
 
 import attnscope.encode.meta as meta_module
 from attnscope import AttentionStream, AttentionTrace, AttentionWidget, Tokens, compare
-from attnscope.encode.chunks import ChunkKey, encode_chunk, parse_key
+from attnscope.encode.chunks import encode_chunk, parse_key
 from attnscope.encode.comparison import ComparisonChunks
+from attnscope.encode.keys import ChunkKey
 from attnscope.encode.meta import build_meta, stream_top_block
 from attnscope.trace import rows as rows_module
 from test_from_logits import N, _stream

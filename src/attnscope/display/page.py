@@ -19,9 +19,10 @@ from attnscope._progress import progress
 from attnscope._static import static_file
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.encode.arrays import NamedArray
-from attnscope.encode.chunks import ChunkKey, all_keys, encode_chunk, parse_key
+from attnscope.encode.chunks import all_keys, encode_chunk, parse_key
 from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.from_logits import layer_top_keys
+from attnscope.encode.keys import ChunkKey, bare_key, kind_of, qk_key, read_key, split_side
 from attnscope.encode.meta import build_meta, stream_top_block, stream_top_k
 from attnscope.encode.pack import HALF_ARRAYS, pack_chunk
 from attnscope.encode.selection import VIEWS, ViewName, check_views, default_selection
@@ -185,10 +186,13 @@ def _offered_blocks(trace: AttentionTrace, chunks: Mapping[str, Any]) -> dict[st
     """
     offered: dict[str, int | None] = {}
     for key, chunk in chunks.items():
-        kind, name = key.split(":")[:2]
+        if split_side(key) is not None:
+            continue  # a comparison's sides hold whole layers
+        parsed = read_key(key)
+        kind, name = parsed.kind, parsed.stream
         if kind == "qk" and any(a["name"] == "rowmax" for a in chunk.get("arrays", ())):
             offered[name] = derive_block(trace.streams[name])
-        elif kind == "top" and key.count(":") == 3:
+        elif kind == "top" and parsed.first_row is not None:
             offered[name] = stream_top_block(trace.streams[name])
     return offered
 
@@ -211,7 +215,7 @@ def qk_missing(trace: AttentionTrace, chunks: Mapping[str, Any]) -> dict[str, li
         if not s.has_qk:
             continue
         heads = [
-            [h for h in range(s.num_heads) if f"qk:{name}:{p}:{h}" not in chunks]
+            [h for h in range(s.num_heads) if qk_key(name, p, h) not in chunks]
             for p in range(s.num_layers)
         ]
         if any(heads):
@@ -231,7 +235,7 @@ def _embed(
 ) -> tuple[dict[str, Any], list[str], bool]:
     """Pack ``keys`` in order until ``max_bytes``; also says whether every key fit."""
     # A page that derives every top: chunk has none to cut (and would encode a pseudo: twice).
-    has_top = any(k.startswith("top:") for k in keys)
+    has_top = any(_kind(k) == "top" for k in keys)
     made: dict[str, list[NamedArray]] = {}  # the chunk the estimate encoded, not encoded twice
     slots = (
         _head_slots(trace, keys, encode, max_bytes, half, made=made)
@@ -251,7 +255,7 @@ def _embed(
                 arrays = made.pop(key) if key in made else encode(trace, parsed)
                 if parsed.kind == "qk" and parsed.stream in derived:
                     arrays = [*arrays, ("rowmax", _row_maxima(trace, parsed, rowmax))]
-            if slots is not None and key.startswith(("top:", "pseudo:")):
+            if slots is not None and _kind(key) in ("top", "pseudo"):
                 arrays = _fewer_slots(arrays, slots)
             chunk = pack_chunk(arrays, half=half)
             size = len(chunk["data"]) + 200
@@ -284,6 +288,11 @@ def _row_maxima(trace: AttentionTrace, key: ChunkKey, cache: dict[tuple[str, int
     return cache[at][key.head]
 
 
+def _kind(key: str) -> str | None:
+    """The kind of a key of one trace; None for a comparison's side keys (never cut)."""
+    return None if split_side(key) is not None else kind_of(key)
+
+
 HEAD_SHARE = 0.5
 """Share of a page's budget the head view's ``top:``/``pseudo:`` chunks may take before
 they keep fewer keys per query, so that every layer fits."""
@@ -292,8 +301,8 @@ MIN_SLOTS = 4
 
 
 def _slots_of(trace: AttentionTrace, keys: list[str]) -> int:
-    first = next(k for k in keys if k.startswith("top:"))
-    return stream_top_k(trace.streams[first.split(":")[1]])
+    first = next(k for k in keys if _kind(k) == "top")
+    return stream_top_k(trace.streams[read_key(first).stream])
 
 
 def _head_slots(
@@ -313,7 +322,7 @@ def _head_slots(
     least :data:`MIN_SLOTS`) are kept: the strongest keys come first, so the
     first slots of a row are its strongest.
     """
-    heads = [k for k in keys if k.startswith(("top:", "pseudo:"))]
+    heads = [k for k in keys if _kind(k) in ("top", "pseudo")]
     if len(heads) < 2:
         return None
     arrays = made[heads[0]] = encode(trace, parse_key(heads[0], trace))
@@ -341,9 +350,9 @@ def _left_out_note(
     """What each view misses, and how to get it."""
     missing: list[str] = []
     views: list[str] = []
-    counts = {kind: sum(k.startswith(kind + ":") for k in keys) for kind in _KIND_VIEW}
+    counts = {kind: sum(_kind(k) == kind for k in keys) for kind in _KIND_VIEW}
     for kind, (view, what) in _KIND_VIEW.items():
-        gone = [k for k in left_out if k.startswith(kind + ":")]
+        gone = [k for k in left_out if _kind(k) == kind]
         if gone:
             where = _layers_of(trace, gone) if kind in ("qk", "attn", "top", "pseudo") else ""
             missing.append(
@@ -363,7 +372,8 @@ def _left_out_note(
 
 def _layers_of(trace: AttentionTrace, keys: list[str]) -> str:
     """`` (layers 2, 3)``: the model's layers that ``keys`` (``kind:stream:position...``) are of."""
-    numbers = sorted({trace.streams[k.split(":")[1]].layers[int(k.split(":")[2])] for k in keys})
+    parsed = [read_key(bare_key(k)) for k in keys]
+    numbers = sorted({trace.streams[p.stream].layers[p.layer or 0] for p in parsed})
     return f" (layer{'s' * (len(numbers) > 1)} {', '.join(map(str, numbers))})"
 
 

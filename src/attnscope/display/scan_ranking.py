@@ -24,7 +24,8 @@ from attnscope.analysis.scan import head_ranking
 from attnscope.analysis.statistics import STATISTICS
 from attnscope.encode.analysis_chunks import analysable
 from attnscope.encode.arrays import NamedArray
-from attnscope.encode.chunks import ChunkCache, ChunkKey, encode_chunk, parse_key
+from attnscope.encode.chunks import ChunkCache, encode_chunk, parse_key
+from attnscope.encode.keys import ChunkKey, stats_key
 from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
@@ -300,7 +301,7 @@ class RankedChunkCache(ChunkCache):
 
         A stream too long for its own statistics still has the scan's (they need no weights).
         """
-        key = f"stats:{self.ranking.stream}"
+        key = stats_key(self.ranking.stream)
         if raw == key and not analysable(trace.streams[self.ranking.stream]):
             return self.get(key, lambda: list(self.ranking.arrays))
         return self.encode(trace, parse_key(raw, trace))

@@ -16,7 +16,15 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from attnscope.display.page import embed_chunks, page_html
-from attnscope.encode.chunks import ChunkKey
+from attnscope.encode.keys import (
+    attn_key,
+    pseudo_key,
+    qk_key,
+    stats_key,
+    thumbs_key,
+    tile_key,
+    top_key,
+)
 from attnscope.encode.meta import generation_meta, stream_top_block
 
 if TYPE_CHECKING:
@@ -128,16 +136,16 @@ def _shown_keys(widget: AttentionWidget) -> list[str]:
     # options add (pseudo-heads, the ranking's statistics, the generated rows).
     stream, layer, head = widget.stream, widget.layer, widget.head
     if widget.view == "head":
-        pseudo = [f"pseudo:{stream}:{layer}"] if widget.pseudo_heads else []
+        pseudo = [pseudo_key(stream, layer)] if widget.pseudo_heads else []
         return [*_head_keys(widget), *pseudo]
     if widget.view == "model":
         generation = generation_meta(widget.trace)
         rows = generation["prompt_length"] if generation and widget.generated_only else None
-        thumbs = f"thumbs:{stream}" if rows is None else f"thumbs:{stream}:{rows}"
+        thumbs = thumbs_key(stream, rows)
         # The overview under the grid opens on the whole matrix: one level-0 tile of the head.
-        whole = ChunkKey("tile", stream, layer, head, tile=(0, 0, 0)).key
-        return [thumbs, *([f"stats:{stream}"] if widget.rank_by else []), whole]
-    return [f"qk:{stream}:{layer}:{head}", f"attn:{stream}:{layer}:{head}"]
+        whole = tile_key(stream, layer, head, (0, 0, 0))
+        return [thumbs, *([stats_key(stream)] if widget.rank_by else []), whole]
+    return [qk_key(stream, layer, head), attn_key(stream, layer, head)]
 
 
 def _head_keys(widget: AttentionWidget) -> list[str]:
@@ -152,13 +160,13 @@ def _head_keys(widget: AttentionWidget) -> list[str]:
     block = stream_top_block(widget.trace.streams[stream])
     q_len = widget.trace.streams[stream].q_len
     if block >= q_len:
-        return [f"top:{stream}:{layer}"]
+        return [top_key(stream, layer)]
     drawn = -(-_HEAD_VIEW_PX // _HEAD_ROW_PX) + _HEAD_OVERSCAN + 1  # rows a first draw reads
     rows = set(range(min(drawn, q_len)))
     if widget.query is not None and 0 <= widget.query < q_len:
         rows.add(widget.query)
     firsts = sorted({row - row % block for row in rows})
-    return [f"top:{stream}:{layer}:{first}" for first in firsts]
+    return [top_key(stream, layer, first) for first in firsts]
 
 
 def _frame_height(widget: AttentionWidget) -> int:

@@ -27,8 +27,9 @@ from attnscope.display.strongest import strongest_trace
 from attnscope.display.where_called import display_where_called, kernel_shell, shown_this_cell
 from attnscope.encode.analysis_chunks import pseudo_heads, rollout_unavailable
 from attnscope.encode.arrays import NamedArray
-from attnscope.encode.chunks import ChunkCache, ChunkKey, encode_chunk
+from attnscope.encode.chunks import ChunkCache, encode_chunk
 from attnscope.encode.comparison import ComparisonChunks
+from attnscope.encode.keys import ChunkKey
 from attnscope.encode.messages import MESSAGE_BYTES, reply_messages
 from attnscope.encode.meta import build_meta, generation_meta
 from attnscope.encode.selection import (

@@ -1,4 +1,4 @@
-"""Chunk keys: parse and check them, encode the chunk they name, answer requests.
+"""Chunk keys checked against a trace, the chunk each names, and the keys a page holds.
 
 A key names one chunk of a trace (``docs/protocol.md``, "Chunks"):
 ``thumbs:<stream>`` (or ``thumbs:<stream>:<first row>``, the rows from there on,
@@ -8,16 +8,14 @@ for the generated tokens), ``top:<stream>:<layer>`` (or
 ``qk:<stream>:<layer>:<head>``, and the analysis chunks ``stats:<stream>`` and
 ``pseudo:<stream>:<layer>`` (:mod:`attnscope.encode.analysis_chunks`), the overview's
 ``tile:<stream>:<layer>:<head|mean>:<level>:<row>:<col>`` (:mod:`attnscope.encode.tiles`), where
-``<layer>`` is the layer's position in the stream. :func:`reply_messages` turns a
-browser request into custom messages of at most about 64 MiB each.
+``<layer>`` is the layer's position in the stream. Keys are written and read by
+:mod:`attnscope.encode.keys` alone.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 
@@ -37,61 +35,22 @@ from attnscope.encode.arrays import (
     stream_quantized,
 )
 from attnscope.encode.from_logits import any_thumbnails, layer_top_keys
+from attnscope.encode.keys import (
+    ANALYSIS_KINDS,
+    ChunkKey,
+    attn_key,
+    pseudo_key,
+    qk_key,
+    read_key,
+    stats_key,
+    thumbs_key,
+    top_key,
+)
 from attnscope.encode.meta import generation_meta, stream_top_block, stream_top_k, thumb_shape
 from attnscope.encode.selection import VIEWS, ViewName, check_views
 from attnscope.encode.tiles import check_tile, tile_arrays
 from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionStream, AttentionTrace
-
-ChunkKind = Literal["thumbs", "top", "attn", "qk", "stats", "pseudo", "tile"]
-
-ANALYSIS_KINDS = ("stats", "pseudo")
-"""Chunk kinds of one trace's analysis, which a comparison does not offer."""
-
-_PARTS: dict[str, int] = {
-    "thumbs": 2,
-    "top": 3,
-    "attn": 4,
-    "qk": 4,
-    "stats": 2,
-    "pseudo": 3,
-    "tile": 7,
-}
-
-
-@dataclass(frozen=True)
-class ChunkKey:
-    """A parsed chunk key.
-
-    Examples
-    --------
-    >>> ChunkKey("attn", "self", 2, 5).key, ChunkKey("thumbs", "self", first_row=9).key
-    ('attn:self:2:5', 'thumbs:self:9')
-    >>> ChunkKey("tile", "self", 1, None, tile=(3, 2, 5)).key
-    'tile:self:1:mean:3:2:5'
-    """
-
-    kind: ChunkKind
-    stream: str
-    layer: int | None = None
-    head: int | None = None
-    first_row: int | None = field(default=None, repr=False)  # keeps the repr of other keys
-    """Thumbnails and top keys only: the first query row covered (thumbnails: the
-    prompt's length, for generated rows; top keys: the first row of one block)."""
-    tile: tuple[int, int, int] | None = field(default=None, repr=False)
-    """Overview tiles only: (level, row, col); ``head`` None is the layer mean."""
-
-    @property
-    def key(self) -> str:
-        """The key as the browser writes it."""
-        parts = [self.kind, self.stream]
-        if self.tile is not None:
-            head = "mean" if self.head is None else str(self.head)
-            return ":".join([*parts, str(self.layer), head, *map(str, self.tile)])
-        parts += [str(p) for p in (self.layer, self.head) if p is not None]
-        if self.first_row is not None:
-            parts.append(str(self.first_row))
-        return ":".join(parts)
 
 
 def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
@@ -109,99 +68,64 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
     ...
     attnscope.errors.AttnscopeError: layer position 7 is out of range: stream 'self' has 2 ...
     """
-    if not isinstance(key, str):
-        raise AttnscopeError(f"a chunk key is a string, not {type(key).__name__}.")
-    parts = key.split(":")
-    kind = parts[0]
-    if kind not in _PARTS:
-        raise AttnscopeError(f"unknown chunk kind {kind!r}; use one of {sorted(_PARTS)}.")
-    if kind == "thumbs" and len(parts) == _PARTS[kind] + 1:
-        return _parse_row_thumbs(parts, key, trace)
-    if kind == "top" and len(parts) == _PARTS[kind] + 1:
-        return _parse_top_block(parts, key, trace)
-    if kind == "tile" and len(parts) == _PARTS[kind]:
-        return _parse_tile(parts, key, trace)
-    if kind == "pseudo" and len(parts) == _PARTS[kind] + 1:
-        return _parse_query_rollout(parts, key, trace)
-    if len(parts) != _PARTS[kind]:
-        shape = {
-            "thumbs": "thumbs:<stream> or thumbs:<stream>:<first row>",
-            "top": "top:<stream>:<layer> or top:<stream>:<layer>:<first row>",
-            "attn": "attn:<stream>:<layer>:<head>",
-            "qk": "qk:<stream>:<layer>:<head>",
-            "stats": "stats:<stream>",
-            "tile": "tile:<stream>:<layer>:<head|mean>:<level>:<row>:<col>",
-            "pseudo": "pseudo:<stream>:<layer> or pseudo:<stream>:<layer>:<query>",
-        }[kind]
-        raise AttnscopeError(f"malformed key {key!r}; expected {shape}.")
-    stream = _stream(parts[1], trace)
-    numbers = [_index(p, key) for p in parts[2:]]
-    if numbers:
-        _check_layer(numbers[0], parts[1], stream.num_layers)
-    if len(numbers) == 2 and not numbers[1] < stream.num_heads:
+    parsed = read_key(key)
+    name = parsed.stream
+    stream = _stream(name, trace)
+    if parsed.layer is not None:
+        _check_layer(parsed.layer, name, stream.num_layers)
+    if parsed.kind == "tile":
+        return _check_tile(parsed, stream)
+    if parsed.head is not None and not parsed.head < stream.num_heads:
         raise AttnscopeError(
-            f"head {numbers[1]} is out of range: stream {parts[1]!r} has "
+            f"head {parsed.head} is out of range: stream {name!r} has "
             f"{stream.num_heads} heads (0..{stream.num_heads - 1})."
         )
-    if kind in ("stats", "pseudo") and not analysable(stream):
+    if parsed.first_row is not None:
+        _check_first_row(parsed.first_row, name, stream.q_len)
+    if parsed.kind == "top" and parsed.first_row is not None:
+        _check_block(parsed, stream)
+    if parsed.kind == "pseudo" and parsed.first_row is not None:
+        _check_query_rollout(parsed, stream)
+    if parsed.kind in ANALYSIS_KINDS and parsed.first_row is None and not analysable(stream):
         raise AttnscopeError(unanalysable_reason(stream))
-    if kind == "qk" and not stream.has_qk:
+    if parsed.kind == "qk" and not stream.has_qk:
         raise AttnscopeError(
-            f"stream {parts[1]!r} recorded no query/key vectors, so it has no qk chunks."
+            f"stream {name!r} recorded no query/key vectors, so it has no qk chunks."
         )
-    layer, head = [*numbers, None, None][:2]
-    return ChunkKey(kind, parts[1], layer, head)  # type: ignore[arg-type]
+    return parsed
 
 
-def _parse_row_thumbs(parts: list[str], key: str, trace: AttentionTrace) -> ChunkKey:
-    stream = _stream(parts[1], trace)
-    first_row = _index(parts[2], key)
-    _check_first_row(first_row, parts[1], stream.q_len)
-    return ChunkKey("thumbs", parts[1], first_row=first_row)
-
-
-def _parse_top_block(parts: list[str], key: str, trace: AttentionTrace) -> ChunkKey:
-    stream = _stream(parts[1], trace)
-    layer, first_row = _index(parts[2], key), _index(parts[3], key)
-    _check_layer(layer, parts[1], stream.num_layers)
-    _check_first_row(first_row, parts[1], stream.q_len)
+def _check_block(parsed: ChunkKey, stream: AttentionStream) -> None:
+    first_row, name = parsed.first_row or 0, parsed.stream
     block = stream_top_block(stream)
     if first_row % block:
         raise AttnscopeError(
-            f"first row {first_row} in {key!r} does not start a block: stream {parts[1]!r} "
-            f"has blocks of {block} query rows (_meta.streams[{parts[1]!r}].top_block); "
+            f"first row {first_row} in {parsed.key!r} does not start a block: stream {name!r} "
+            f"has blocks of {block} query rows (_meta.streams[{name!r}].top_block); "
             f"use a multiple of {block}, e.g. {first_row - first_row % block}."
         )
-    return ChunkKey("top", parts[1], layer, first_row=first_row)
 
 
-def _parse_query_rollout(parts: list[str], key: str, trace: AttentionTrace) -> ChunkKey:
-    stream = _stream(parts[1], trace)
-    layer, query = _index(parts[2], key), _index(parts[3], key)
-    _check_layer(layer, parts[1], stream.num_layers)
-    _check_first_row(query, parts[1], stream.q_len)
+def _check_query_rollout(parsed: ChunkKey, stream: AttentionStream) -> None:
     if not offers_query_rollout(stream):
+        whole = pseudo_key(parsed.stream, parsed.layer or 0)
         raise AttnscopeError(
-            f"{key!r}: stream {parts[1]!r} offers no rollout of one query (self-attention "
-            f"over consecutive layers, past {ROLLOUT_MAX_TOKENS} tokens); its pseudo:"
-            f"{parts[1]}:{layer} chunk holds {pseudo_heads(stream)}."
+            f"{parsed.key!r}: stream {parsed.stream!r} offers no rollout of one query "
+            f"(self-attention over consecutive layers, past {ROLLOUT_MAX_TOKENS} tokens); its "
+            f"{whole} chunk holds {pseudo_heads(stream)}."
         )
-    return ChunkKey("pseudo", parts[1], layer, first_row=query)
 
 
-def _parse_tile(parts: list[str], key: str, trace: AttentionTrace) -> ChunkKey:
-    stream = _stream(parts[1], trace)
-    layer = _index(parts[2], key)
-    _check_layer(layer, parts[1], stream.num_layers)
-    head = None if parts[3] == "mean" else _index(parts[3], key)
+def _check_tile(parsed: ChunkKey, stream: AttentionStream) -> ChunkKey:
+    head, key = parsed.head, parsed.key
     if head is not None and not head < stream.num_heads:
         raise AttnscopeError(
-            f"head {head} in {key!r} is out of range: stream {parts[1]!r} has "
+            f"head {head} in {key!r} is out of range: stream {parsed.stream!r} has "
             f"{stream.num_heads} heads (0..{stream.num_heads - 1}, or 'mean')."
         )
-    level, row, col = (_index(p, key) for p in parts[4:])
-    check_tile(stream, level, row, col, key)
-    return ChunkKey("tile", parts[1], layer, head, tile=(level, row, col))
+    assert parsed.tile is not None  # read_key gives every tile key its place
+    check_tile(stream, *parsed.tile, key)
+    return parsed
 
 
 def _stream(name: str, trace: AttentionTrace) -> AttentionStream:
@@ -225,12 +149,6 @@ def _check_first_row(first_row: int, name: str, q_len: int) -> None:
             f"first row {first_row} is out of range: stream {name!r} has {q_len} "
             f"query rows (0..{q_len - 1})."
         )
-
-
-def _index(text: str, key: str) -> int:
-    if not text.isdigit():
-        raise AttnscopeError(f"{text!r} in {key!r} is not a non-negative integer.")
-    return int(text)
 
 
 def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
@@ -398,10 +316,10 @@ def all_keys(
     fits = {n: analysable(trace.streams[n]) for n in names}
     keys: list[str] = []
     if "model" in views:  # statistics only where a layer fits in memory
-        keys = [k for n in names for k in (f"thumbs:{n}", f"stats:{n}")[: 1 + fits[n]]]
+        keys = [k for n in names for k in (thumbs_key(n), stats_key(n))[: 1 + fits[n]]]
     generation = generation_meta(trace)
     if generation is not None and "model" in views:  # the model view's generated rows
-        keys.append(f"thumbs:{generation['stream']}:{generation['prompt_length']}")
+        keys.append(thumbs_key(generation["stream"], generation["prompt_length"]))
     layer_order: list[tuple[str, int]] = []
     for name in names:
         s = trace.streams[name]
@@ -410,17 +328,17 @@ def all_keys(
         layer_order += [(name, position) for position in order]
 
     def qk_keys(name: str, position: int) -> list[str]:
-        return [f"qk:{name}:{position}:{h}" for h in range(trace.streams[name].num_heads)]
+        return [qk_key(name, position, h) for h in range(trace.streams[name].num_heads)]
 
     if "head" in views:
         for name, position in layer_order:
-            keys += qk_keys(name, position) if name in derived else [f"top:{name}:{position}"]
-        keys += [f"pseudo:{name}:{position}" for name, position in layer_order if fits[name]]
+            keys += qk_keys(name, position) if name in derived else [top_key(name, position)]
+        keys += [pseudo_key(name, position) for name, position in layer_order if fits[name]]
     checks: list[str] = []  # the neuron view's N² weights, after every head's q/k
     preview: list[str] = []
     for name, position in layer_order:
         s = trace.streams[name]
-        full = [f"attn:{name}:{position}:{h}" for h in range(s.num_heads)]
+        full = [attn_key(name, position, h) for h in range(s.num_heads)]
         if name in derived:
             keys += [] if "head" in views else qk_keys(name, position)
         elif "neuron" in views and s.has_qk:

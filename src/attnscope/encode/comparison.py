@@ -21,30 +21,13 @@ import numpy as np
 from attnscope.analysis.aligned import aligned_traces
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.encode.arrays import NamedArray
-from attnscope.encode.chunks import (
-    ANALYSIS_KINDS,
-    ChunkCache,
-    ChunkKey,
-    all_keys,
-    encode_chunk,
-    parse_key,
-)
+from attnscope.encode.chunks import ChunkCache, all_keys, encode_chunk, parse_key
+from attnscope.encode.keys import ANALYSIS_KINDS, ChunkKey, kind_of, side_key, split_side, top_key
 from attnscope.encode.meta import build_meta, mend_strings, stream_top_k, thumb_shape
 from attnscope.encode.selection import COMPARE_SIDES, VIEWS, CompareSide, ViewName, check_views
 from attnscope.encode.signed import signed_rows, signed_thumbnails, signed_top_keys
 from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionTrace
-
-
-def side_key(side: str, key: str) -> str:
-    """The key of chunk ``key`` of one side of a comparison.
-
-    Examples
-    --------
-    >>> side_key("diff", "top:self:0")
-    'diff/top:self:0'
-    """
-    return f"{side}/{key}"
 
 
 class ComparisonChunks:
@@ -90,12 +73,13 @@ class ComparisonChunks:
         >>> ComparisonChunks(compare(t, t)).parse("b/top:self:0")
         ('b', ChunkKey(kind='top', stream='self', layer=0, head=None))
         """
-        if not isinstance(key, str) or "/" not in key:
+        split = split_side(key) if isinstance(key, str) else None
+        if split is None:
             raise AttnscopeError(
                 f"a comparison's chunk key is '<side>/<key>' with side one of "
                 f"{list(COMPARE_SIDES)}, e.g. 'diff/top:self:0'; got {key!r}."
             )
-        side, rest = key.split("/", 1)
+        side, rest = split
         if side not in COMPARE_SIDES:
             raise AttnscopeError(
                 f"unknown side {side!r} in {key!r}; use one of {list(COMPARE_SIDES)}."
@@ -109,7 +93,7 @@ class ComparisonChunks:
         if parsed.kind == "top" and parsed.first_row is not None:
             raise AttnscopeError(
                 f"{key!r}: a comparison's top keys come a whole layer at a time; ask for "
-                f"{side}/top:{parsed.stream}:{parsed.layer}."
+                f"{side_key(side, top_key(parsed.stream, parsed.layer or 0))}."
             )
         if parsed.kind == "tile":
             raise AttnscopeError(
@@ -179,7 +163,7 @@ class ComparisonChunks:
             for side in ("diff", "a", "b")
         ]
         interleaved = (k for k in chain.from_iterable(zip_longest(*lists)) if k is not None)
-        return [k for k in interleaved if k.split("/", 1)[1].split(":")[0] not in ANALYSIS_KINDS]
+        return [k for k in interleaved if kind_of(k) not in ANALYSIS_KINDS]
 
     def meta(self, *, embedded: bool = False, notes: tuple[str, ...] = ()) -> dict[str, Any]:
         """``_meta`` of the aligned tokens, with the ``comparison`` entry (``docs/protocol.md``)."""
