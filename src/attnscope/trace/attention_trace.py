@@ -9,13 +9,15 @@ q/k norms), the scaling, any additive bias and the mask, so the trace can
 recompute its own attention (:meth:`AttentionTrace.check`).
 
 The parts live in their own modules: :class:`~attnscope.trace.tokens.Tokens`,
-:class:`~attnscope.trace.stream.AttentionStream`, and the file format in
-:mod:`attnscope.trace.file`.
+:class:`~attnscope.trace.stream.AttentionStream`, the checked whole in
+:class:`~attnscope.trace.parts.TraceParts`, and the file format in
+:mod:`attnscope.trace.file`. The builders (file, module, TransformerLens)
+return :class:`~attnscope.trace.parts.TraceParts` and this class is made from
+them, so they never import it.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +27,7 @@ import numpy.typing as npt
 from attnscope.errors import AttnscopeError
 from attnscope.trace.images import ImageRegion, check_regions
 from attnscope.trace.labels import TokenKind
+from attnscope.trace.parts import STREAM_ORDER, TraceParts
 from attnscope.trace.stream import AttentionStream, FloatArray, Side
 from attnscope.trace.tokens import Tokens, token_strings
 
@@ -34,8 +37,6 @@ if TYPE_CHECKING:
     from attnscope.nn.attention import MultiHeadAttention
 
 __all__ = ["STREAM_ORDER", "AttentionTrace"]
-
-STREAM_ORDER = ("self", "encoder", "decoder", "cross")
 
 
 class AttentionTrace:
@@ -103,51 +104,33 @@ class AttentionTrace:
             sinks=sinks,  # type: ignore[arg-type]
             name="self",
         )
-        self._init(source, None, {"self": stream}, metadata, notes)
+        self._init(TraceParts(source, {"self": stream}, metadata=metadata, notes=notes))
 
-    def _init(
-        self,
-        source: Tokens,
-        target: Tokens | None,
-        streams: Mapping[str, AttentionStream],
-        metadata: Mapping[str, Any] | None,
-        notes: Sequence[str],
-    ) -> None:
-        if not streams:
-            raise AttnscopeError("a trace needs at least one stream of attention.")
-        for name, stream in streams.items():
-            if name != stream.name:
-                raise AttnscopeError(f"stream stored under {name!r} is named {stream.name!r}.")
-            for side, length, axis in (
-                (stream.query_side, stream.q_len, "rows (queries)"),
-                (stream.key_side, stream.k_len, "columns (keys)"),
-            ):
-                toks = source if side == "source" else target
-                if toks is None:
-                    raise AttnscopeError(
-                        f"stream {name!r} uses target tokens but the trace has none; "
-                        "pass target= tokens."
-                    )
-                if len(toks) != length:
-                    raise AttnscopeError(
-                        f"stream {name!r} has {length} {axis} but there are {len(toks)} "
-                        f"{side} tokens; pass one token per position."
-                    )
-        self.source = source
-        self.target = target
-        self.streams: dict[str, AttentionStream] = {
-            n: streams[n] for n in sorted(streams, key=_stream_rank)
-        }
-        meta = dict(metadata or {})
-        try:
-            json.dumps(meta, allow_nan=False)
-        except (TypeError, ValueError) as err:
-            raise AttnscopeError(
-                f"metadata must be JSON-serialisable (no NaN or inf): {err}"
-            ) from None
-        self.metadata: dict[str, Any] = meta
-        self.notes: list[str] = [str(n) for n in notes]
-        self._images: list[ImageRegion] = []
+    def _init(self, parts: TraceParts) -> None:
+        self.source = parts.source
+        self.target = parts.target
+        self.streams: dict[str, AttentionStream] = parts.streams
+        self.metadata: dict[str, Any] = parts.metadata
+        self.notes: list[str] = parts.notes
+        self._images: list[ImageRegion] = parts.images
+
+    @classmethod
+    def _from_parts(cls, parts: TraceParts) -> AttentionTrace:
+        """A trace made of what a builder returned (checked when the parts were made)."""
+        trace = cls.__new__(cls)
+        trace._init(parts)
+        return trace
+
+    def _parts(self) -> TraceParts:
+        """The parts of this trace, checked again (what :meth:`save` writes)."""
+        return TraceParts(
+            self.source,
+            self.streams,
+            target=self.target,
+            metadata=self.metadata,
+            notes=self.notes,
+            images=self._images,
+        )
 
     # -- images: set by attnscope.capture(..., images=...) (issue 25) -------------------
     @property
@@ -227,10 +210,9 @@ class AttentionTrace:
         >>> list(t.streams)
         ['encoder', 'decoder', 'cross']
         """
-        items = dict(streams) if isinstance(streams, Mapping) else {s.name: s for s in streams}
-        trace = cls.__new__(cls)
-        trace._init(source, target, items, metadata, notes)
-        return trace
+        return cls._from_parts(
+            TraceParts(source, streams, target=target, metadata=metadata, notes=notes)
+        )
 
     # -- the default stream, for the common single-stream case -------------------------
     @property
@@ -414,9 +396,9 @@ class AttentionTrace:
         >>> t.attention.shape, t.check() < 1e-6
         ((2, 2, 4, 4), True)
         """
-        from attnscope.trace.from_module import trace_from_modules
+        from attnscope.trace.from_module import parts_from_modules
 
-        return trace_from_modules(cls, modules, x, tokens, **forward_kwargs)
+        return cls._from_parts(parts_from_modules(modules, x, tokens, **forward_kwargs))
 
     @classmethod
     def from_transformer_lens(
@@ -460,10 +442,12 @@ class AttentionTrace:
         >>> trace.attention.shape, trace.check() < 1e-5
         ((2, 4, 3, 3), True)
         """
-        from attnscope.trace.from_transformer_lens import trace_from_transformer_lens
+        from attnscope.trace.from_transformer_lens import parts_from_transformer_lens
 
-        return trace_from_transformer_lens(
-            cls, cache, tokens, batch_index=batch_index, prettify_tokens=prettify_tokens
+        return cls._from_parts(
+            parts_from_transformer_lens(
+                cache, tokens, batch_index=batch_index, prettify_tokens=prettify_tokens
+            )
         )
 
     # -- persistence -------------------------------------------------------------------
@@ -478,9 +462,9 @@ class AttentionTrace:
         >>> AttentionTrace.load(p).tokens
         ['a']
         """
-        from attnscope.trace.file import save_trace
+        from attnscope.trace.file import save_parts
 
-        return save_trace(self, path)
+        return save_parts(self._parts(), path)
 
     @classmethod
     def load(cls, path: str | Path) -> AttentionTrace:
@@ -493,9 +477,9 @@ class AttentionTrace:
         >>> AttentionTrace.load(t.save(os.path.join(tempfile.mkdtemp(), "t"))).attention.shape
         (1, 1, 1, 1)
         """
-        from attnscope.trace.file import load_trace
+        from attnscope.trace.file import load_parts
 
-        return load_trace(cls, path)
+        return cls._from_parts(load_parts(path))
 
     def __repr__(self) -> str:
         parts = ", ".join(
@@ -505,7 +489,3 @@ class AttentionTrace:
         )
         model = self.metadata.get("model_type") or self.metadata.get("source") or "trace"
         return f"<AttentionTrace {model}: {len(self.source)} tokens; {parts}>"
-
-
-def _stream_rank(name: str) -> int:
-    return STREAM_ORDER.index(name) if name in STREAM_ORDER else len(STREAM_ORDER)

@@ -10,18 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from attnscope.errors import TraceFileError
 from attnscope.trace.images import ImageRegion
 from attnscope.trace.npz_read import REWRITE, read_npz
+from attnscope.trace.parts import TraceParts
 from attnscope.trace.stream import ARRAY_FIELDS, AttentionStream
 from attnscope.trace.tokens import Tokens
-
-if TYPE_CHECKING:
-    from attnscope.trace.attention_trace import AttentionTrace
 
 FORMAT = "attnscope.AttentionTrace"
 FORMAT_VERSION = 2
@@ -30,15 +28,16 @@ _IMAGE_PREFIX = "image/pixels/"  # not a stream name's "<stream>/<field>": strea
 files of version 1 (float32 weights always) still load."""
 
 
-def save_trace(trace: AttentionTrace, path: str | Path) -> Path:
-    """Write ``trace`` to ``path`` (``.npz`` added when missing); return the path written.
+def save_parts(trace: TraceParts, path: str | Path) -> Path:
+    """Write a trace's parts to ``path`` (``.npz`` added when missing); return the path written.
+
+    What :meth:`AttentionTrace.save <attnscope.AttentionTrace.save>` runs.
 
     Examples
     --------
     >>> import numpy as np, tempfile, os
-    >>> from attnscope import AttentionTrace
-    >>> t = AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32))
-    >>> save_trace(t, os.path.join(tempfile.mkdtemp(), "t")).name
+    >>> s = AttentionStream(np.ones((1, 1, 1, 1), np.float32))
+    >>> save_parts(TraceParts(Tokens(["a"]), [s]), os.path.join(tempfile.mkdtemp(), "t")).name
     't.npz'
     """
     path = Path(path)
@@ -77,8 +76,10 @@ def save_trace(trace: AttentionTrace, path: str | Path) -> Path:
     return path
 
 
-def load_trace(cls: type[AttentionTrace], path: str | Path) -> AttentionTrace:
-    """Read a file written by :func:`save_trace` as an instance of ``cls``.
+def load_parts(path: str | Path) -> TraceParts:
+    """Read a file written by :func:`save_parts`: the parts of the trace it holds.
+
+    What :meth:`AttentionTrace.load <attnscope.AttentionTrace.load>` runs.
 
     Nothing in the file is unpickled or executed. A file that is missing
     raises :class:`FileNotFoundError`; any other file that is not a whole,
@@ -88,11 +89,10 @@ def load_trace(cls: type[AttentionTrace], path: str | Path) -> AttentionTrace:
     Examples
     --------
     >>> import numpy as np, tempfile, os
-    >>> from attnscope import AttentionTrace
-    >>> p = save_trace(AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32)),
-    ...                os.path.join(tempfile.mkdtemp(), "t"))
-    >>> load_trace(AttentionTrace, p).tokens
-    ['a']
+    >>> s = AttentionStream(np.ones((1, 1, 1, 1), np.float32))
+    >>> p = save_parts(TraceParts(Tokens(["a"]), [s]), os.path.join(tempfile.mkdtemp(), "t"))
+    >>> load_parts(p).source.labels
+    ('a',)
     """
     path = Path(path)
     if not path.exists():
@@ -122,18 +122,17 @@ def load_trace(cls: type[AttentionTrace], path: str | Path) -> AttentionTrace:
             for sm in header["streams"]
         ]
         target = None if header["target"] is None else Tokens.from_json(header["target"])
-        trace = cls.from_streams(
+        return TraceParts(
             Tokens.from_json(header["source"]),
             streams,
             target=target,
             metadata=header["metadata"],
             notes=header["notes"],
+            images=[
+                ImageRegion.from_json(data, arrays[f"{_IMAGE_PREFIX}{i}"])
+                for i, data in enumerate(header.get("images") or [])
+            ],
         )
-        trace.images = [
-            ImageRegion.from_json(data, arrays[f"{_IMAGE_PREFIX}{i}"])
-            for i, data in enumerate(header.get("images") or [])
-        ]
-        return trace
     # What the constructors raise for values that do not fit (AttnscopeError is a ValueError).
     except (ValueError, TypeError, IndexError, KeyError, OverflowError) as err:
         raise TraceFileError(
@@ -143,7 +142,7 @@ def load_trace(cls: type[AttentionTrace], path: str | Path) -> AttentionTrace:
 
 
 def read_header(arrays: Mapping[str, np.ndarray[Any, Any]], path: Path) -> dict[str, Any]:
-    """The file's JSON header, checked field by field against what :func:`save_trace` writes.
+    """The file's JSON header, checked field by field against what :func:`save_parts` writes.
 
     Examples
     --------

@@ -1,6 +1,7 @@
 """Record an :class:`~attnscope.AttentionTrace` from :class:`~attnscope.MultiHeadAttention` layers.
 
-This is what :meth:`AttentionTrace.from_module` runs. The modules are run in
+This is what :meth:`AttentionTrace.from_module` runs; it returns the trace's
+:class:`~attnscope.trace.parts.TraceParts`. The modules are run in
 eval mode (so dropout does not act on the weights the trace records) under
 ``torch.no_grad``, and each module's training mode is put back afterwards,
 also when the forward pass raises.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import numpy as np
 import torch
@@ -19,30 +20,24 @@ from torch import Tensor
 from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.nn.attention import MultiHeadAttention, MultiHeadAttentionTrace
 from attnscope.trace.labels import TokenKind, guess_kinds
+from attnscope.trace.parts import TraceParts
+from attnscope.trace.stream import AttentionStream
 from attnscope.trace.tokens import Tokens
-
-if TYPE_CHECKING:
-    from attnscope.trace.attention_trace import AttentionTrace
-
-TraceT = TypeVar("TraceT", bound="AttentionTrace")
 
 SOURCE = "attnscope.MultiHeadAttention"
 _REFUSED_KWARGS = ("key", "value", "need_trace")
 
 
-def trace_from_modules(
-    cls: type[TraceT],
+def parts_from_modules(
     modules: MultiHeadAttention | Sequence[MultiHeadAttention],
     x: Tensor,
     tokens: Sequence[str] | Tokens,
     **forward_kwargs: Any,
-) -> TraceT:
+) -> TraceParts:
     """Run one module, or several stacked as layers, on ``x`` and record batch item 0.
 
     Parameters
     ----------
-    cls
-        The trace class to build (:class:`~attnscope.AttentionTrace` or a subclass).
     modules
         One :class:`~attnscope.MultiHeadAttention`, or a sequence of them run
         as layers: each is fed the previous one's output. All must have the
@@ -60,7 +55,7 @@ def trace_from_modules(
 
     Returns
     -------
-    AttentionTrace
+    TraceParts
         One ``"self"`` stream with attention ``(layers, heads, L, L)``,
         queries ``(layers, heads, L, d)``, keys ``(layers, kv_heads, L, d)``,
         scaling per layer, and mask/bias when there were any.
@@ -68,10 +63,10 @@ def trace_from_modules(
     Examples
     --------
     >>> import torch
-    >>> from attnscope import AttentionTrace
     >>> mha = MultiHeadAttention(8, 2, num_kv_heads=1, causal=True)
-    >>> t = trace_from_modules(AttentionTrace, mha, torch.randn(1, 3, 8), ["a", "b", "c"])
-    >>> t.keys.shape, t.stream.mask.shape, t.metadata["source"]
+    >>> parts = parts_from_modules(mha, torch.randn(1, 3, 8), ["a", "b", "c"])
+    >>> s = parts.streams["self"]
+    >>> s.keys.shape, s.mask.shape, parts.metadata["source"]
     ((1, 1, 3, 4), (1, 1, 3, 3), 'attnscope.MultiHeadAttention')
     """
     layers = _as_layers(modules)
@@ -83,19 +78,21 @@ def trace_from_modules(
             hidden, step = module(hidden, need_trace=True, **forward_kwargs)
             recorded.append(step)
     item = [_first_item(step) for step in recorded]
-    labels: Sequence[str] | Tokens = tokens
-    if not isinstance(tokens, Tokens):
-        labels = Tokens(tokens, kinds=_kinds(tokens, forward_kwargs.get("key_padding_mask")))
-    return cls(
-        labels,
+    labels = (
+        tokens
+        if isinstance(tokens, Tokens)
+        else Tokens(tokens, kinds=_kinds(tokens, forward_kwargs.get("key_padding_mask")))
+    )
+    stream = AttentionStream(
         np.stack([it["weights"] for it in item]),
         queries=np.stack([it["q"] for it in item]),
         keys=np.stack([it["k"] for it in item]),
         scaling=np.array([step.scaling for step in recorded], dtype=np.float32),
         mask=_stack_optional([it["mask"] for it in item]),
         bias=_stack_optional([it["bias"] for it in item]),
-        metadata={"source": SOURCE},
+        name="self",
     )
+    return TraceParts(labels, [stream], metadata={"source": SOURCE})
 
 
 def _as_layers(

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from attnscope.errors import AttnscopeError, AttnscopeIndexError, AttnscopeTypeError
+from attnscope.trace.parts import TraceParts
+from attnscope.trace.stream import AttentionStream
 from attnscope.trace.tokens import Tokens
-
-if TYPE_CHECKING:
-    from attnscope.trace.attention_trace import AttentionTrace
 
 _PATTERN = re.compile(r"^blocks\.(\d+)\.attn\.hook_pattern$")
 
@@ -41,19 +40,18 @@ def is_activation_cache(value: object) -> bool:
     return cls.__name__ == "ActivationCache" and cls.__module__.startswith("transformer_lens")
 
 
-def trace_from_transformer_lens(
-    cls: type[AttentionTrace],
+def parts_from_transformer_lens(
     cache: Any,
     tokens: Any,
     *,
     batch_index: int = 0,
     prettify_tokens: bool = True,
-) -> AttentionTrace:
-    """Build ``cls`` from an ActivationCache; see :meth:`AttentionTrace.from_transformer_lens`.
+) -> TraceParts:
+    """A trace's parts from an ActivationCache; see :meth:`AttentionTrace.from_transformer_lens`.
 
     Examples
     --------
-    >>> trace_from_transformer_lens(None, {}, ["a"])  # doctest: +ELLIPSIS
+    >>> parts_from_transformer_lens({}, ["a"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     attnscope.errors.AttnscopeTypeError: from_transformer_lens takes the ActivationCache that ...
@@ -99,14 +97,18 @@ def trace_from_transformer_lens(
     config = getattr(getattr(cache, "model", None), "cfg", None)
     scaling = None if qk is None else _scaling(config, qk[0].shape[-1])
     source = Tokens.from_strings(labels, prettify=prettify_tokens)
-    return cls(
-        source,
+    stream = AttentionStream(
         attention,
         queries=None if qk is None else qk[0],
         keys=None if qk is None else qk[1],
         scaling=scaling,
         mask=mask,
-        layers=layers,
+        layers=tuple(layers),
+        name="self",
+    )
+    return TraceParts(
+        source,
+        [stream],
         metadata={
             "source": "transformer_lens",
             "model_name": str(getattr(config, "model_name", "") or ""),

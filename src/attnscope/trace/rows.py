@@ -16,7 +16,7 @@ import itertools
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -25,12 +25,47 @@ from attnscope.errors import AttnscopeError
 if TYPE_CHECKING:
     import torch
 
-    from attnscope.trace.stream import AttentionStream
-
 BLOCK_VALUES = 1 << 22
 """Most attention weights computed at once (16 MiB of float32)."""
 
 Rows = slice | np.ndarray[Any, Any]
+
+_Array = np.ndarray[Any, Any]
+
+
+class _StreamParts(Protocol):
+    """The parts of a stream that rows are computed from.
+
+    :class:`attnscope.trace.stream.AttentionStream` has them; this module reads
+    them through this protocol so that it needs nothing from the stream's
+    module, which calls it (no import circle, type-only imports included).
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def k_len(self) -> int: ...
+    @property
+    def weights(self) -> _Array | None: ...
+    @property
+    def queries(self) -> _Array | None: ...
+    @property
+    def keys(self) -> _Array | None: ...
+    @property
+    def scaling(self) -> _Array | None: ...
+    @property
+    def bias(self) -> _Array | None: ...
+    @property
+    def mask(self) -> _Array | None: ...
+    @property
+    def softcap(self) -> _Array | None: ...
+    @property
+    def sinks(self) -> _Array | None: ...
+    @property
+    def key_spans(self) -> _Array | None: ...
+    def kv_head(self, head: int) -> int: ...
 
 
 def block_rows(k_len: int) -> int:
@@ -111,7 +146,7 @@ def _hide_outside_spans(
         scores[..., first:last].masked_fill_(keys >= part[:, 1:], -torch.inf)
 
 
-def visible_stop(stream: AttentionStream, position: int, rows: Rows) -> int:
+def visible_stop(stream: _StreamParts, position: int, rows: Rows) -> int:
     """One past the last key any of query ``rows`` can see: ``k_len`` unless a mask rule says less.
 
     Keys from there on have weight 0 in every one of these rows, so readers
@@ -135,7 +170,7 @@ def visible_stop(stream: AttentionStream, position: int, rows: Rows) -> int:
 
 
 def logit_rows(
-    stream: AttentionStream, position: int, head: int, rows: Rows, stop: int | None = None
+    stream: _StreamParts, position: int, head: int, rows: Rows, stop: int | None = None
 ) -> torch.Tensor:
     """Scores of query ``rows`` for keys ``0 .. stop``, float32, ``-inf`` where a key is hidden.
 
@@ -163,7 +198,7 @@ def logit_rows(
     )
 
 
-def _qk(stream: AttentionStream) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+def _qk(stream: _StreamParts) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     if stream.queries is None or stream.keys is None or stream.scaling is None:
         raise AttnscopeError(f"stream {stream.name!r} has neither weights nor q/k to compute from.")
     return stream.queries, stream.keys
@@ -171,7 +206,7 @@ def _qk(stream: AttentionStream) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, 
 
 def _eager_terms(
     scores: torch.Tensor,
-    stream: AttentionStream,
+    stream: _StreamParts,
     position: int,
     rows: Rows,
     part: Callable[[np.ndarray[Any, Any]], torch.Tensor],
@@ -201,7 +236,7 @@ def _eager_terms(
 _WORK = threading.local()
 
 
-def layer_keys(stream: AttentionStream, position: int) -> torch.Tensor:
+def layer_keys(stream: _StreamParts, position: int) -> torch.Tensor:
     """One layer's keys ``(kv_heads, k_len, head_dim)`` as float32 on the stream's device.
 
     float32 keys are a view of the stream's own array (copied only to reach
@@ -307,7 +342,7 @@ def work_buffer(
 
 
 def logit_heads(
-    stream: AttentionStream,
+    stream: _StreamParts,
     position: int,
     rows: Rows,
     stop: int | None = None,
@@ -364,7 +399,7 @@ def logit_heads(
     )
 
 
-def sink_logit(stream: AttentionStream, position: int, head: int) -> float | None:
+def sink_logit(stream: _StreamParts, position: int, head: int) -> float | None:
     """The head's attention-sink logit (joined to every row before softmax), or None.
 
     Examples
@@ -379,7 +414,7 @@ def sink_logit(stream: AttentionStream, position: int, head: int) -> float | Non
     return float(stream.sinks[position, head])
 
 
-def compute_heads(stream: AttentionStream, position: int, rows: Rows) -> torch.Tensor:
+def compute_heads(stream: _StreamParts, position: int, rows: Rows) -> torch.Tensor:
     """Attention of query ``rows`` of every head, float32 ``(heads, len(rows), k_len)``, on the CPU.
 
     :func:`compute_rows` of all heads in one batched computation (a few
@@ -408,7 +443,7 @@ def compute_heads(stream: AttentionStream, position: int, rows: Rows) -> torch.T
     return torch.nan_to_num_(weights, nan=0.0).cpu()
 
 
-def compute_rows(stream: AttentionStream, position: int, head: int, rows: Rows) -> torch.Tensor:
+def compute_rows(stream: _StreamParts, position: int, head: int, rows: Rows) -> torch.Tensor:
     """Attention of query ``rows`` of one head, float32 ``(len(rows), k_len)``, on the CPU.
 
     Stored weights are read when the stream has them; otherwise the rows are
