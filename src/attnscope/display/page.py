@@ -30,7 +30,7 @@ from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
 if TYPE_CHECKING:
-    from attnscope.display.widget import AttentionWidget
+    from attnscope.display.shown import ShownWidget
 
 DEFAULT_MAX_BYTES = 50_000_000
 """Default budget for the embedded chunks of a page, in bytes of base64 text."""
@@ -396,7 +396,7 @@ _UNIT = {
 
 
 def page_html(
-    trace_or_widget: AttentionTrace | AttentionComparison | AttentionWidget,
+    trace_or_widget: AttentionTrace | AttentionComparison | ShownWidget,
     *,
     views: Sequence[ViewName] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
@@ -525,7 +525,7 @@ def page_path(path: str | Path) -> Path:
 
 
 def _trace_and_state(
-    source: AttentionTrace | AttentionComparison | AttentionWidget,
+    source: AttentionTrace | AttentionComparison | ShownWidget,
 ) -> tuple[AttentionTrace, dict[str, Any], tuple[ViewName, ...], ComparisonChunks | None]:
     if isinstance(source, AttentionTrace):
         return source, default_selection(source), VIEWS, None
@@ -549,7 +549,7 @@ def _trace_and_state(
 
 
 def save_html(
-    trace_or_widget: AttentionTrace | AttentionComparison | AttentionWidget,
+    trace_or_widget: AttentionTrace | AttentionComparison | ShownWidget,
     path: str | Path,
     *,
     views: Sequence[ViewName] | None = None,

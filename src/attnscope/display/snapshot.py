@@ -28,7 +28,7 @@ from attnscope.encode.keys import (
 from attnscope.encode.meta import generation_meta, stream_top_block
 
 if TYPE_CHECKING:
-    from attnscope.display.widget import AttentionWidget
+    from attnscope.display.shown import ShownWidget
 
 SNAPSHOT_BYTES = 2_000_000
 """Most bytes of attention data (base64 text) one snapshot embeds; the JS and CSS add ~55 kB."""
@@ -45,7 +45,7 @@ _HEAD_ROW_PX, _HEAD_CHROME_PX = 18, 110  # the head view's token rows and its ba
 _HEAD_VIEW_PX, _HEAD_OVERSCAN = 560, 4
 
 
-def snapshot_text(widget: AttentionWidget) -> str:
+def snapshot_text(widget: ShownWidget) -> str:
     """One line saying what the widget shows and how to get it back.
 
     Examples
@@ -67,7 +67,7 @@ def snapshot_text(widget: AttentionWidget) -> str:
     )
 
 
-def snapshot_html(widget: AttentionWidget, *, max_bytes: int = SNAPSHOT_BYTES) -> str:
+def snapshot_html(widget: ShownWidget, *, max_bytes: int = SNAPSHOT_BYTES) -> str:
     """The widget's current view as an iframe holding a self-contained page.
 
     The page is :func:`~attnscope.display.page.page_html` for the current
@@ -100,7 +100,7 @@ def snapshot_html(widget: AttentionWidget, *, max_bytes: int = SNAPSHOT_BYTES) -
     )
 
 
-def saved_chunks(widget: AttentionWidget, *, max_bytes: int = SAVED_STATE_BYTES) -> dict[str, Any]:
+def saved_chunks(widget: ShownWidget, *, max_bytes: int = SAVED_STATE_BYTES) -> dict[str, Any]:
     """The chunks of the widget's current view, packed as the exported page packs them.
 
     The widget's ``_saved`` trait holds them, so a notebook saved with its
@@ -131,7 +131,7 @@ def saved_chunks(widget: AttentionWidget, *, max_bytes: int = SAVED_STATE_BYTES)
     return packed
 
 
-def _shown_keys(widget: AttentionWidget) -> list[str]:
+def _shown_keys(widget: ShownWidget) -> list[str]:
     # Only what the current view draws as it is now: its chunk or two, and the ones its
     # options add (pseudo-heads, the ranking's statistics, the generated rows).
     stream, layer, head = widget.stream, widget.layer, widget.head
@@ -148,7 +148,7 @@ def _shown_keys(widget: AttentionWidget) -> list[str]:
     return [qk_key(stream, layer, head), attn_key(stream, layer, head)]
 
 
-def _head_keys(widget: AttentionWidget) -> list[str]:
+def _head_keys(widget: ShownWidget) -> list[str]:
     """The ``top:`` keys of the rows the head view draws first, and of the selected query.
 
     The blocks of those rows (``top:<stream>:<layer>:<first row>``), or the
@@ -169,7 +169,7 @@ def _head_keys(widget: AttentionWidget) -> list[str]:
     return [top_key(stream, layer, first) for first in firsts]
 
 
-def _frame_height(widget: AttentionWidget) -> int:
+def _frame_height(widget: ShownWidget) -> int:
     # A frame cannot follow its content's height without a script in the host page,
     # which GitHub and JupyterLab strip: the head view's height is known from its rows.
     if widget.view != "head":
@@ -179,7 +179,7 @@ def _frame_height(widget: AttentionWidget) -> int:
     return min(SNAPSHOT_HEIGHT_PX, _HEAD_CHROME_PX + _HEAD_ROW_PX * rows)
 
 
-def snapshot_bundle(widget: AttentionWidget) -> dict[str, str]:
+def snapshot_bundle(widget: ShownWidget) -> dict[str, str]:
     """``text/html`` and ``text/plain`` for the widget's mime bundle.
 
     Examples
