@@ -1,5 +1,7 @@
-// Chunk keys (docs/protocol.md, "Chunks"): the front end builds them here only,
-// so the shape of a key is written once. `layer` is the layer's position in the stream.
+// Chunk keys (docs/protocol.md, "Chunks"): the front end builds and reads them here only,
+// so the shape of a key is written once (Python's mirror: src/attnscope/encode/keys.py;
+// tests/fixtures/wire/keys.json holds keys both sides must read alike). `layer` is the
+// layer's position in the stream.
 
 /** Every layer and head's thumbnail (model view); from `firstRow` on, the rows after the prompt only. */
 export const thumbsKey = (stream: string, firstRow?: number): string =>
@@ -32,3 +34,67 @@ export const pseudoKey = (stream: string, layer: number): string => `pseudo:${st
 
 /** One query's rollout through a layer (long inputs: `_meta.streams[s].rollout_query`), one row in the `top:` format. */
 export const queryRolloutKey = (stream: string, layer: number, query: number): string => `pseudo:${stream}:${layer}:${query}`;
+
+/** Parts of each kind's key, kind included; a kind in `ROW_KINDS` may have one more (a first row, or pseudo's query). */
+const PARTS: Record<string, number> = { thumbs: 2, top: 3, attn: 4, qk: 4, stats: 2, pseudo: 3, tile: 7 };
+const ROW_KINDS: readonly string[] = ["thumbs", "top", "pseudo"];
+
+/** Every chunk kind, in protocol order (encode/keys.py `KINDS`). */
+export const CHUNK_KINDS: readonly string[] = Object.keys(PARTS);
+
+/** A chunk key's parts (encode/keys.py `ChunkKey`); `head` null on a tile is the layer's mean. */
+export interface ParsedKey {
+  /** A comparison's side (`a`, `b`, `diff`), or null. */
+  side: string | null;
+  kind: string;
+  stream: string;
+  layer: number | null;
+  head: number | null;
+  /** Thumbnails, top keys: the first query row; pseudo: the one query of a rollout row. */
+  firstRow: number | null;
+  /** Tiles: (level, row, col). */
+  tile: [number, number, number] | null;
+}
+
+const index = (text: string | undefined): number | null => (text !== undefined && /^[0-9]+$/.test(text) ? Number(text) : null);
+
+/** The parts of `key` (a comparison's `side/key` too), or null when it is not a key's shape (encode/keys.py `read_key`). */
+export function parseChunkKey(key: string): ParsedKey | null {
+  const slash = key.indexOf("/");
+  const side = slash >= 0 ? key.slice(0, slash) : null;
+  const [kind = "", stream = "", ...rest] = key.slice(slash + 1).split(":");
+  const count = PARTS[kind];
+  if (count === undefined) return null;
+  const withRow = ROW_KINDS.includes(kind) && rest.length === count - 1;
+  if (rest.length !== count - 2 && !withRow) return null;
+  const out: ParsedKey = { side, kind, stream, layer: null, head: null, firstRow: null, tile: null };
+  if (kind === "tile") {
+    const [layer, head, ...place] = rest;
+    const nums = [index(layer), ...place.map(index)];
+    if (nums.some((n) => n === null) || (head !== "mean" && index(head) === null)) return null;
+    const [l, level, row, col] = nums as [number, number, number, number];
+    return { ...out, layer: l, head: head === "mean" ? null : index(head), tile: [level, row, col] };
+  }
+  const nums = rest.map(index);
+  if (nums.some((n) => n === null)) return null;
+  const firstRow = withRow ? (nums.pop() as number) : null;
+  return { ...out, layer: nums[0] ?? null, head: nums[1] ?? null, firstRow };
+}
+
+/** The key of `parsed`, written by the builders above (a side's prefix included). */
+export function writeChunkKey(p: ParsedKey): string {
+  const key = ((): string => {
+    const layer = p.layer ?? 0, head = p.head ?? 0;
+    switch (p.kind) {
+      case "thumbs": return thumbsKey(p.stream, p.firstRow ?? undefined);
+      case "top": return p.firstRow == null ? topKey(p.stream, layer) : topBlockKey(p.stream, layer, p.firstRow);
+      case "attn": return attnKey(p.stream, layer, head);
+      case "qk": return qkKey(p.stream, layer, head);
+      case "stats": return statsKey(p.stream);
+      case "pseudo": return p.firstRow == null ? pseudoKey(p.stream, layer) : queryRolloutKey(p.stream, layer, p.firstRow);
+      case "tile": { const [level, row, col] = p.tile ?? [0, 0, 0]; return tileKey(p.stream, layer, p.head ?? "mean", level, row, col); }
+      default: throw new Error(`unknown chunk kind ${JSON.stringify(p.kind)}; use one of ${CHUNK_KINDS.join(", ")}`);
+    }
+  })();
+  return p.side === null ? key : sideKey(p.side, key);
+}

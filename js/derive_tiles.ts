@@ -1,6 +1,7 @@
 // Overview tiles computed in the page from q and k (docs/protocol.md, "Overview tiles"):
 // the `tile:` chunk Python sends, with fewer queries sampled per cell row
 // (DERIVE_TILE_WEIGHTS a tile), so a tile of 32768 tokens takes about a second.
+import { parseChunkKey } from "./chunk_keys";
 import { qkParts, rowWeights, type QkParts } from "./derive";
 import type { Chunk, StreamMeta } from "./types";
 import { spanAt, TILE } from "./views/overview_geometry";
@@ -11,12 +12,11 @@ const DECADES = 6;
 
 /** A tile key's parts, or null when it names no tile of `sm`. */
 export function parseTileKey(key: string, sm: StreamMeta): { layer: number; heads: number[]; level: number; row: number; col: number } | null {
-  const [kind, , layer, head, ...place] = key.split(":");
-  if (kind !== "tile" || place.length !== 3) return null;
-  const [level, row, col] = place.map(Number) as [number, number, number];
-  const heads = head === "mean" ? Array.from({ length: sm.num_heads }, (_, h) => h) : [Number(head)];
-  const ok = [Number(layer), level, row, col, ...heads].every((x) => Number.isInteger(x) && x >= 0);
-  return ok && heads.every((h) => h < sm.num_heads) ? { layer: Number(layer), heads, level, row, col } : null;
+  const p = parseChunkKey(key);
+  if (!p || p.kind !== "tile" || p.tile === null || p.layer === null) return null;
+  const [level, row, col] = p.tile;
+  const heads = p.head === null ? Array.from({ length: sm.num_heads }, (_, h) => h) : [p.head];
+  return heads.every((h) => h < sm.num_heads) ? { layer: p.layer, heads, level, row, col } : null;
 }
 
 /** A weight as a tile byte: 0 for 0, else 255 + 254/6 · log10(w), at least 1. */

@@ -1,7 +1,7 @@
 // In-page model host for the exported page: the part of anywidget's model API the
 // binding uses, over the saved state, answering chunk requests from the embedded,
 // compressed chunks.
-import { attnKey, qkKey } from "./chunk_keys";
+import { attnKey, parseChunkKey, qkKey } from "./chunk_keys";
 import { attnFromQk, topFromQk } from "./derive";
 import { parseTileKey, tileFromAttn, tileFromQk } from "./derive_tiles";
 import { decodeEmbedded, type EmbeddedChunk } from "./saved";
@@ -49,15 +49,17 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
    */
   function derive(key: string): Promise<Chunk> | null {
     const meta = values.get("_meta") as Meta | undefined;
-    const [kind, stream = "", layer = "", last] = key.split(":");
-    const sm = meta?.streams[stream];
-    if (sm && kind === "tile") return deriveTile(key, sm);
-    if (!sm || (kind !== "top" && kind !== "attn")) return null;
+    const parsed = parseChunkKey(key);
+    const sm = parsed && parsed.side === null ? meta?.streams[parsed.stream] : undefined;
+    if (!parsed || !sm) return null;
+    const { kind, stream, layer, head, firstRow } = parsed;
+    if (kind === "tile") return deriveTile(key, sm);
+    if (kind !== "top" && kind !== "attn") return null;
     // top:<s>:<l>:<first row> is a block of the head view's rows (the page's _meta offers them).
-    const block = kind === "top" && last !== undefined ? blockRows(Number(last), sm) : undefined;
+    const block = kind === "top" && firstRow !== null ? blockRows(firstRow, sm) : undefined;
     if (block === null) return null;
-    const heads = kind === "attn" ? [Number(last)] : Array.from({ length: sm.num_heads }, (_, h) => h);
-    const sources = heads.map((h) => `qk:${stream}:${layer}:${h}`);
+    const heads = kind === "attn" ? [head ?? 0] : Array.from({ length: sm.num_heads }, (_, h) => h);
+    const sources = heads.map((h) => qkKey(stream, layer ?? 0, h));
     // Only a page written to derive (its qk: chunks carry the row maxima) computes them: on a
     // long input's page a left-out attn: stays left out (at 32768 tokens it is 2^30 weights).
     const derives = (k: string): boolean => !!chunks[k]?.arrays?.some((a) => a.name === "rowmax");
@@ -69,7 +71,7 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
     }
     return Promise.all(sources.map(decode)).then((qks) => {
       const bad = qks.find((c) => c.error);
-      if (bad) return { key, arrays: {}, error: `q and k of head ${bad.key.split(":")[3] ?? ""}: ${bad.error ?? ""}` };
+      if (bad) return { key, arrays: {}, error: `q and k of head ${parseChunkKey(bad.key)?.head ?? ""}: ${bad.error ?? ""}` };
       try {
         const c = kind === "attn" ? attnFromQk(key, qks[0] as Chunk) : topFromQk(key, qks, sm.top_k, block);
         decoded.set(key, c);
@@ -83,7 +85,7 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
   /** An overview tile from the q/k of its heads (protocol.md, "Overview tiles"), or null without them. */
   function deriveTile(key: string, sm: StreamMeta): Promise<Chunk> | null {
     const place = parseTileKey(key, sm);
-    const stream = key.split(":")[1] ?? "";
+    const stream = parseChunkKey(key)?.stream ?? "";
     const kept = (make: (h: number) => string): string[] | null => {
       const keys = place?.heads.map(make) ?? [];
       return keys.length && keys.every((k) => chunks[k] && !chunks[k]?.error) ? keys : null;
@@ -94,7 +96,7 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
     if (!sources) return null;
     return Promise.all(sources.map(decode)).then((got) => {
       const bad = got.find((c) => c.error);
-      if (bad) return { key, arrays: {}, error: `data of head ${bad.key.split(":")[3] ?? ""}: ${bad.error ?? ""}` };
+      if (bad) return { key, arrays: {}, error: `data of head ${parseChunkKey(bad.key)?.head ?? ""}: ${bad.error ?? ""}` };
       const c = fromQk ? tileFromQk(key, got, sm) : tileFromAttn(key, got, sm);
       decoded.set(key, c);
       return c;
