@@ -81,6 +81,9 @@ export function parseChunkKey(key: string): ParsedKey | null {
   return { ...out, layer: nums[0] ?? null, head: nums[1] ?? null, firstRow };
 }
 
+/** The `:`-separated parts of `key` without a comparison's side, unchecked (for words about any key). */
+export const keyParts = (key: string): string[] => key.slice(key.indexOf("/") + 1).split(":");
+
 /** The key of `parsed`, written by the builders above (a side's prefix included). */
 export function writeChunkKey(p: ParsedKey): string {
   const key = ((): string => {

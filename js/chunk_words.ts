@@ -1,5 +1,6 @@
 // A chunk key said in the words of the views (which view's data, of which layer
 // and head), for messages: a reader never sees keys such as `qk:self:3:0`.
+import { keyParts } from "./chunk_keys";
 import type { Meta } from "./types";
 
 const WHAT: Record<string, string> = {
@@ -17,8 +18,7 @@ const WHAT: Record<string, string> = {
  * streams names the stream. An unknown key is returned as it is.
  */
 export function chunkWords(key: string, meta: Meta): string {
-  const bare = key.replace(/^(a|b|diff)\//, "");
-  const [kind = "", stream = "", layer, last] = bare.split(":");
+  const [kind = "", stream = "", layer, last] = keyParts(key);
   const what = WHAT[kind];
   const sm = meta.streams[stream];
   if (!what || !sm) return key;
