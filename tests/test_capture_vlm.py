@@ -142,8 +142,11 @@ def test_images_survive_save_and_load(llava: tuple[Any, Any], tmp_path: Path) ->
     )
 
 
-def test_a_family_without_a_layout_reader_is_captured_with_plain_image_tokens() -> None:
+def test_a_family_without_a_layout_reader_is_captured_with_plain_image_tokens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     model, processor = vlm_models.llava_onevision()
+    monkeypatch.delitem(image_readers.READERS, "llava_onevision")  # as a family with none
     text = "Look <image> at it"
     picture = image(30, 70)
     trace = attnscope.capture(model, text, images=picture, processor=processor)

@@ -24,6 +24,8 @@ TEXT = {
     "llava_next": "Look <image> at it",
     "internvl": "Look <IMG_CONTEXT> at it",
     "paligemma": "<image>Look at it",
+    "llava_onevision": "Look <image> at it",
+    "mistral3": "Look [IMG] at it",
 }
 TEXT_CONFIG = {
     "hidden_size": 32,
@@ -318,11 +320,13 @@ def paligemma() -> tuple[Any, Any]:
     return PaliGemmaForConditionalGeneration(config).eval(), processor
 
 
-@lru_cache(maxsize=1)
-def llava_onevision() -> tuple[Any, Any]:
-    """(model, processor): a family attnscope reads no layout for (anyres with pooling).
+@lru_cache(maxsize=2)
+def llava_onevision(aspect: str = "anyres_max_9") -> tuple[Any, Any]:
+    """(model, processor): anyres, 32-px SigLIP tiles (1 x 1 up to 2 x 2) of 4 x 4 patches.
 
-    Its image tokens stay plain tokens and the trace's notes say why.
+    A 4 x 4 overview comes first, then the tiles' grid unpadded, a newline token after each
+    row. ``aspect="anyres_max_1"`` lets the model shrink an unpadded grid of more than one
+    tile's worth of tokens (bilinear) to about one tile's.
     """
     from transformers import (
         LlavaOnevisionConfig,
@@ -344,6 +348,7 @@ def llava_onevision() -> tuple[Any, Any]:
         video_processor=None,
         num_image_tokens=16,
         vision_feature_select_strategy="full",
+        vision_aspect_ratio=aspect,
     )
     config = LlavaOnevisionConfig(
         vision_config={**VISION_CONFIG, "model_type": "siglip_vision_model"},
@@ -352,9 +357,99 @@ def llava_onevision() -> tuple[Any, Any]:
         video_token_index=tok.convert_tokens_to_ids("<video>"),
         image_grid_pinpoints=pinpoints,
         vision_feature_select_strategy="full",
+        vision_aspect_ratio=aspect,
     )
     torch.manual_seed(0)
     return LlavaOnevisionForConditionalGeneration(config).eval(), processor
+
+
+def _pixtral_processor_class() -> Any:
+    """``PixtralProcessor``, imported without torchvision (which does not install here).
+
+    Its module takes one helper from the torchvision image processor's module; the PIL
+    module has the same function, so that module is stood in for while importing.
+    """
+    import sys
+    import types
+
+    from transformers.models.pixtral import image_processing_pil_pixtral as pil
+
+    name = "transformers.models.pixtral.image_processing_pixtral"
+    stand_in = types.ModuleType(name)
+    stand_in.get_resize_output_image_size = pil.get_resize_output_image_size  # type: ignore[attr-defined]
+    had = sys.modules.get(name)
+    sys.modules[name] = stand_in
+    try:
+        from transformers.models.pixtral.processing_pixtral import PixtralProcessor
+    finally:
+        if had is None:
+            del sys.modules[name]
+        else:
+            sys.modules[name] = had
+    return PixtralProcessor
+
+
+PIXTRAL_VISION = {  # Pixtral's encoder: images up to 64 px a side at their own size, 8-px patches
+    "model_type": "pixtral",
+    "image_size": 64,
+    "patch_size": 8,
+    "hidden_size": 16,
+    "intermediate_size": 16,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "head_dim": 8,
+}
+
+
+def _pixtral_parts(merge: int) -> tuple[Any, Any]:
+    """The tokenizer and a Pixtral processor: 8-px patches merged ``merge x merge``."""
+    from transformers.models.pixtral.image_processing_pil_pixtral import (
+        PixtralImageProcessorPil,
+    )
+
+    tok = _tokenizer(["[IMG]", "[IMG_BREAK]", "[IMG_END]"])
+    image_processor = PixtralImageProcessorPil(size={"longest_edge": 64}, patch_size=8)
+    processor = _pixtral_processor_class()(
+        image_processor=image_processor, tokenizer=tok, patch_size=8, spatial_merge_size=merge
+    )
+    return tok, processor
+
+
+@lru_cache(maxsize=1)
+def mistral3() -> tuple[Any, Any]:
+    """(model, processor): Pixtral at each image's size (to 64 px), 8-px patches merged 2 x 2.
+
+    Each row of 16-px cells is one row of ``[IMG]`` tokens and an ``[IMG_BREAK]``
+    (``[IMG_END]`` after the last).
+    """
+    from transformers import Mistral3Config, Mistral3ForConditionalGeneration
+
+    tok, processor = _pixtral_parts(2)
+    config = Mistral3Config(
+        vision_config=PIXTRAL_VISION,
+        text_config={"model_type": "mistral", "vocab_size": len(tok), **TEXT_CONFIG},
+        spatial_merge_size=2,
+        image_token_index=tok.convert_tokens_to_ids("[IMG]"),
+    )
+    torch.manual_seed(0)
+    return Mistral3ForConditionalGeneration(config).eval(), processor
+
+
+@lru_cache(maxsize=1)
+def llava_pixtral() -> tuple[Any, Any]:
+    """(model, processor): LLaVA over a Pixtral tower (as Pixtral-12B), 8-px patches, no merge."""
+    from transformers import LlavaConfig, LlavaForConditionalGeneration
+
+    tok, processor = _pixtral_parts(1)
+    config = LlavaConfig(
+        vision_config=PIXTRAL_VISION,
+        text_config={"model_type": "mistral", "vocab_size": len(tok), **TEXT_CONFIG},
+        image_token_index=tok.convert_tokens_to_ids("[IMG]"),
+        vision_feature_select_strategy="full",
+        vision_feature_layer=-1,
+    )
+    torch.manual_seed(0)
+    return LlavaForConditionalGeneration(config).eval(), processor
 
 
 @lru_cache(maxsize=1)

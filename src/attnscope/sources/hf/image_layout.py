@@ -96,3 +96,33 @@ def assembled(tiles: npt.NDArray[Any], rows: int, cols: int) -> npt.NDArray[Any]
     return np.concatenate(
         [np.concatenate(list(tiles[r * cols : (r + 1) * cols]), 2) for r in range(rows)], 1
     )
+
+
+def unpadded_picture(
+    whole: npt.NDArray[Any], kept: tuple[int, int], full: tuple[int, int], patch: int
+) -> npt.NDArray[Any]:
+    """The centred ``kept`` (rows, cols) patches of a ``(channels, H, W)`` picture of ``full``.
+
+    Anyres unpadding cuts a letterbox's padding evenly from both sides.
+
+    Examples
+    --------
+    >>> unpadded_picture(np.zeros((3, 8, 8)), (2, 4), (4, 4), 2).shape
+    (3, 4, 8)
+    """
+    top = (full[0] - kept[0]) // 2 * patch
+    left = (full[1] - kept[1]) // 2 * patch
+    return whole[:, top : top + kept[0] * patch, left : left + kept[1] * patch]
+
+
+def newline_rows(base: int, grid: tuple[int, int]) -> tuple[int, list[int], list[int]]:
+    """After ``base`` tokens, a grid whose rows each end in a newline: count, cells, newlines.
+
+    Examples
+    --------
+    >>> newline_rows(1, (2, 2))
+    (7, [1, 2, 4, 5], [3, 6])
+    """
+    line = grid[1] + 1
+    cells = [base + r * line + c for r in range(grid[0]) for c in range(grid[1])]
+    return base + grid[0] * line, cells, [base + r * line + grid[1] for r in range(grid[0])]

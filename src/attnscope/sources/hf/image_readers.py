@@ -5,15 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from attnscope.sources.hf.image_grids import gemma3, llava, paligemma, qwen2_vl
+from attnscope.sources.hf.image_anyres import llava_onevision
+from attnscope.sources.hf.image_grids import gemma3, paligemma, qwen2_vl
 from attnscope.sources.hf.image_layout import Layout, Reader
+from attnscope.sources.hf.image_pixtral import llava_any, pixtral
 from attnscope.sources.hf.image_tiles import idefics3, internvl, llava_next
 
 READERS: dict[str, Reader] = {
     "internvl": internvl,
     "gemma3": gemma3,
-    "llava": llava,
+    "llava": llava_any,  # CLIP-style grids, or Pixtral's
     "llava_next": llava_next,
+    "llava_onevision": llava_onevision,
+    "mistral3": pixtral,
     "paligemma": paligemma,
     "qwen2_vl": qwen2_vl,
     "qwen2_5_vl": qwen2_vl,
@@ -32,11 +36,11 @@ def read_layouts(
     Examples
     --------
     >>> class Config:
-    ...     model_type = "llava_onevision"
+    ...     model_type = "fuyu"
     >>> class Model:
     ...     config = Config()
     >>> read_layouts(Model(), None, {}, [])  # doctest: +ELLIPSIS
-    'attnscope has no layout reader for llava_onevision images yet (it reads gemma3, ...)'
+    'attnscope has no layout reader for fuyu images yet (it reads gemma3, ...)'
     """
     model_type = str(model.config.model_type)
     reader = READERS.get(model_type)

@@ -10,7 +10,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from attnscope.sources.hf.image_layout import Layout, assembled, first, setting, tiled_cells
+from attnscope.sources.hf.image_layout import (
+    Layout,
+    assembled,
+    first,
+    newline_rows,
+    setting,
+    tiled_cells,
+    unpadded_picture,
+)
 from attnscope.sources.hf.image_pixels import to_picture
 
 
@@ -52,19 +60,14 @@ def llava_next(
         grid = (int(newlines), int(cells) // int(newlines))
         base = side_h * side_w + kept
         whole = assembled(tiles[1 : 1 + rows * cols].float().numpy(), rows, cols)
-        top = (side_h * rows - grid[0]) // 2 * patch
-        left = (side_w * cols - grid[1]) // 2 * patch
-        picture = whole[:, top : top + grid[0] * patch, left : left + grid[1] * patch]
-        line = grid[1] + 1
-        extra = {
-            "overview": list(range(kept, base)),
-            "newline": [base + r * line + grid[1] for r in range(grid[0])],
-        }
+        picture = unpadded_picture(whole, grid, (side_h * rows, side_w * cols), patch)
+        count, cells, newlines = newline_rows(base, grid)
+        extra = {"overview": list(range(kept, base)), "newline": newlines}
         layouts.append(
             Layout(
-                count=base + grid[0] * line,
+                count=count,
                 grid=grid,
-                cells=[base + r * line + c for r in range(grid[0]) for c in range(grid[1])],
+                cells=cells,
                 pixels=to_picture(processor.image_processor, picture),
                 tiles=(rows, cols),
                 extra={"class": list(range(kept)), **extra} if kept else extra,
