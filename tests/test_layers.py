@@ -2,7 +2,10 @@
 
 Layers, bottom to top; a module may import from its own layer or any below it,
 never above. Imports inside functions count (a lazy import back up is still an
-upward dependency); only imports under ``if TYPE_CHECKING:`` are exempt.
+upward dependency); imports under ``if TYPE_CHECKING:`` are exempt from the layer
+order but not from the circle check: the import map, type-only imports included,
+has no circle (a circle hidden behind TYPE_CHECKING is still two modules that
+cannot be read, moved or tested one without the other).
 """
 
 from __future__ import annotations
@@ -54,11 +57,14 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
     return skipped
 
 
-def imports_of(module: str) -> set[str]:
-    """Modules of the package that ``module`` imports, at any depth, outside TYPE_CHECKING."""
+def imports_of(module: str, *, type_only: bool = False) -> set[str]:
+    """Modules of the package that ``module`` imports, at any depth.
+
+    Imports under ``if TYPE_CHECKING:`` count only with ``type_only``.
+    """
     path = MODULES[module]
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped = _type_checking_nodes(tree)
+    skipped = set() if type_only else _type_checking_nodes(tree)
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -82,6 +88,8 @@ def imports_of(module: str) -> set[str]:
 
 
 GRAPH = {m: imports_of(m) for m in MODULES}
+IMPORT_MAP = {m: imports_of(m, type_only=True) for m in MODULES}
+"""Every import, type-only ones included: the map that must have no circle."""
 
 
 def test_every_module_sits_in_a_layer() -> None:
@@ -99,19 +107,20 @@ def test_no_module_imports_upward() -> None:
     assert not upward, "imports against the flow:\n" + "\n".join(upward)
 
 
-def _cycles() -> list[list[str]]:
+def _cycles(graph: dict[str, set[str]] | None = None) -> list[list[str]]:
     # Tarjan's strongly connected components; any with more than one module is a circle.
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
     on_stack: set[str] = set()
     found: list[list[str]] = []
+    graph = GRAPH if graph is None else graph
 
     def visit(v: str) -> None:
         index[v] = low[v] = len(index)
         stack.append(v)
         on_stack.add(v)
-        for w in GRAPH[v]:
+        for w in sorted(graph[v]):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -128,14 +137,56 @@ def _cycles() -> list[list[str]]:
             if len(component) > 1:
                 found.append(sorted(component))
 
-    for v in sorted(GRAPH):
+    for v in sorted(graph):
         if v not in index:
             visit(v)
     return found
 
 
+def _circle_paths(graph: dict[str, set[str]]) -> list[str]:
+    """One concrete circle per strongly connected component, as ``a -> b -> a``."""
+    paths = []
+    for component in _cycles(graph):
+        members = set(component)
+        start = component[0]
+        # Breadth-first from start back to start, inside the component.
+        parents: dict[str, str] = {}
+        frontier = [start]
+        while frontier and start not in parents:
+            nxt = []
+            for v in frontier:
+                for w in sorted(graph[v] & members):
+                    if w not in parents:
+                        parents[w] = v
+                        nxt.append(w)
+            frontier = nxt
+        path = [start]
+        v = parents[start]
+        while v != start:
+            path.append(v)
+            v = parents[v]
+        path.append(start)
+        paths.append(" -> ".join(reversed(path)) + f"  (component: {component})")
+    return paths
+
+
 def test_no_import_circles() -> None:
     assert not _cycles(), f"import circles: {_cycles()}"
+
+
+def test_no_import_circles_counting_type_only_imports() -> None:
+    # The import map, TYPE_CHECKING imports and function-local imports included.
+    circles = _circle_paths(IMPORT_MAP)
+    assert not circles, "import circles (type-only imports count):\n" + "\n".join(circles)
+
+
+def test_the_import_map_sees_type_only_and_local_imports() -> None:
+    # show.py imports the widget inside functions and under TYPE_CHECKING only.
+    assert "attnscope.display.widget" in IMPORT_MAP["attnscope.show"]
+    type_only = {m: IMPORT_MAP[m] - GRAPH[m] for m in MODULES if IMPORT_MAP[m] - GRAPH[m]}
+    assert type_only, "no module has a TYPE_CHECKING import: the map would not see them"
+    made_up = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _circle_paths(made_up) == ["a -> b -> c -> a  (component: ['a', 'b', 'c'])"]
 
 
 def test_the_contract_catches_what_it_should() -> None:

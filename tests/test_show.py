@@ -17,7 +17,7 @@ from attnscope import (
     show_model_view,
     show_neuron_view,
 )
-from attnscope.show import source_kind
+from attnscope.sources.resolve import source_kind
 
 
 def per_layer(layers: int = 2, heads: int = 3, n: int = 4) -> tuple[torch.Tensor, ...]:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import attnscope.show as show_module
+import attnscope.sources.resolve as resolve_module
 from attnscope import show_head_view, show_model_view
 from attnscope.errors import AttnscopeError
 from attnscope.show import show
@@ -29,7 +29,7 @@ def no_capture(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         ran.append(args)
         raise CaptureReachedError
 
-    monkeypatch.setattr(show_module, "_capture", reached)
+    monkeypatch.setattr(resolve_module, "_capture", reached)
     return ran
 
 

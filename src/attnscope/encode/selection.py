@@ -41,25 +41,34 @@ WIDGET_OPTIONS: tuple[str, ...] = ("views", "scan", *(f for f in SELECTION_FIELD
 heads to rank by)."""
 
 
-def default_selection(trace: AttentionTrace) -> dict[str, Any]:
-    """Return the selection a new widget on ``trace`` starts with (head view, all heads).
+def default_selection(trace: AttentionTrace, view: str | None = None) -> dict[str, Any]:
+    """Return the selection a new widget on ``trace`` starts with (all heads).
 
-    The schema's ``null`` stream becomes the trace's first stream and its
-    empty ``heads`` every head of that stream.
+    The schema's ``null`` stream becomes the trace's first stream, or, for
+    the neuron view, its first stream that holds query and key vectors (the
+    neuron view draws them); its empty ``heads`` every head of that stream.
+    ``view`` (default: the schema's, the head view) is the view opened. This
+    is the one place a widget's starting stream is chosen, however the widget
+    is made (``AttentionWidget(trace, view=...)`` or ``show_<view>_view``).
 
     Examples
     --------
     >>> import numpy as np
     >>> from attnscope import AttentionTrace
-    >>> default_selection(AttentionTrace(["a"], np.ones((1, 2, 1, 1), np.float32)))["heads"]
-    [0, 1]
+    >>> trace = AttentionTrace(["a"], np.ones((1, 2, 1, 1), np.float32))
+    >>> default_selection(trace)["heads"], default_selection(trace, "neuron")["view"]
+    ([0, 1], 'neuron')
     """
     state = {k: json.loads(json.dumps(v["default"])) for k, v in _SCHEMA["fields"].items()}
-    name, stream = next(iter(trace.streams.items()))
+    if view is not None:
+        state["view"] = view
+    names = list(trace.streams)
+    if state["view"] == "neuron":
+        names = [n for n, s in trace.streams.items() if s.has_qk] or names
     if state["stream"] is None:
-        state["stream"] = name
+        state["stream"] = names[0]
     if not state["heads"]:
-        state["heads"] = list(range(stream.num_heads))
+        state["heads"] = list(range(trace.streams[state["stream"]].num_heads))
     return state
 
 

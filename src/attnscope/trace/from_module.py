@@ -25,7 +25,7 @@ from attnscope.trace.stream import AttentionStream
 from attnscope.trace.tokens import Tokens
 
 SOURCE = "attnscope.MultiHeadAttention"
-_REFUSED_KWARGS = ("key", "value", "need_trace")
+REFUSED_KWARGS = ("key", "value", "need_trace")
 
 
 def parts_from_modules(
@@ -122,7 +122,7 @@ def _check_call(
     tokens: Sequence[str] | Tokens,
     forward_kwargs: dict[str, Any],
 ) -> None:
-    refused = sorted(set(forward_kwargs) & set(_REFUSED_KWARGS))
+    refused = sorted(set(forward_kwargs) & set(REFUSED_KWARGS))
     if refused:
         raise AttnscopeTypeError(
             f"from_module records self-attention and sets need_trace itself; do not pass {refused}."
