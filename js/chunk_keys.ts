@@ -35,12 +35,6 @@ export const pseudoKey = (stream: string, layer: number): string => `pseudo:${st
 /** One query's rollout through a layer (long inputs: `_meta.streams[s].rollout_query`), one row in the `top:` format. */
 export const queryRolloutKey = (stream: string, layer: number, query: number): string => `pseudo:${stream}:${layer}:${query}`;
 
-/** One layer's weights of every query that shows no image over the image tokens (image view; `_meta.images`). */
-export const imageKey = (stream: string, layer: number): string => `image:${stream}:${layer}`;
-
-/** The pictures of `_meta.images`, one (height, width, 3) u8 array per image (`image0`, `image1`, ...). */
-export const pixelsKey = (stream: string): string => `pixels:${stream}`;
-
 /** Parts of each kind's key, kind included; a kind in `ROW_KINDS` may have one more (a first row, or pseudo's query). */
 const PARTS: Record<string, number> = { thumbs: 2, top: 3, attn: 4, qk: 4, stats: 2, pseudo: 3, tile: 7 };
 const ROW_KINDS: readonly string[] = ["thumbs", "top", "pseudo"];

@@ -5,9 +5,7 @@ A key names one chunk of a trace (``docs/protocol.md``, "Chunks"):
 (or ``top:<stream>:<layer>:<first row>``), ``attn:<stream>:<layer>:<head>``,
 ``qk:<stream>:<layer>:<head>``, ``stats:<stream>``, ``pseudo:<stream>:<layer>``
 (or ``pseudo:<stream>:<layer>:<query>``) and
-``tile:<stream>:<layer>:<head|mean>:<level>:<row>:<col>``, and the image view's
-``image:<stream>:<layer>`` and ``pixels:<stream>``, and a segmented widget's
-``segments:<stream>:<layer>``; a comparison puts its
+``tile:<stream>:<layer>:<head|mean>:<level>:<row>:<col>``; a comparison puts its
 side before any of them (``a/``, ``b/``, ``diff/``). This module only knows the
 shape of a key; whether a trace has the chunk is :func:`attnscope.encode.chunks.parse_key`'s
 question. Everything else builds keys with :class:`ChunkKey` or the functions
@@ -21,9 +19,7 @@ from typing import Literal, get_args
 
 from attnscope.errors import AttnscopeError
 
-ChunkKind = Literal[
-    "thumbs", "top", "attn", "qk", "stats", "pseudo", "tile", "image", "pixels", "segments"
-]
+ChunkKind = Literal["thumbs", "top", "attn", "qk", "stats", "pseudo", "tile"]
 
 KINDS: tuple[ChunkKind, ...] = get_args(ChunkKind)
 """Every chunk kind, in protocol order."""
@@ -39,9 +35,6 @@ SHAPES: dict[ChunkKind, str] = {
     "stats": "stats:<stream>",
     "pseudo": "pseudo:<stream>:<layer> or pseudo:<stream>:<layer>:<query>",
     "tile": "tile:<stream>:<layer>:<head|mean>:<level>:<row>:<col>",
-    "image": "image:<stream>:<layer>",
-    "pixels": "pixels:<stream>",
-    "segments": "segments:<stream>:<layer>",
 }
 """How each kind's keys are written, for error messages."""
 
@@ -53,9 +46,6 @@ _PARTS: dict[ChunkKind, int] = {
     "stats": 2,
     "pseudo": 3,
     "tile": 7,
-    "image": 3,
-    "pixels": 2,
-    "segments": 3,
 }
 _ROW_KINDS = ("thumbs", "top", "pseudo")  # one more part: a first row (pseudo: a query)
 
@@ -258,36 +248,3 @@ def tile_key(stream: str, layer: int, head: int | None, tile: tuple[int, int, in
     ('tile:self:0:mean:0:0:0', 'tile:self:0:2:1:0:1')
     """
     return ChunkKey("tile", stream, layer, head, tile=tile).key
-
-
-def image_key(stream: str, layer: int) -> str:
-    """One layer's weights of every text query over the image tokens (image view).
-
-    Examples
-    --------
-    >>> image_key("self", 1)
-    'image:self:1'
-    """
-    return ChunkKey("image", stream, layer).key
-
-
-def pixels_key(stream: str) -> str:
-    """The pictures of ``_meta.images`` (image view).
-
-    Examples
-    --------
-    >>> pixels_key("self")
-    'pixels:self'
-    """
-    return ChunkKey("pixels", stream).key
-
-
-def segments_key(stream: str, layer: int) -> str:
-    """One layer's segment x segment mass of every head (head view, segments mode).
-
-    Examples
-    --------
-    >>> segments_key("self", 2)
-    'segments:self:2'
-    """
-    return ChunkKey("segments", stream, layer).key
