@@ -1,8 +1,6 @@
-"""capture(..., images=...) on a tiny random InternVL: tiles on an aspect-matched canvas."""
+"""capture(..., images=...) on tiny random InternVL and Aya Vision: tiles on a matched canvas."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 import pytest
@@ -23,18 +21,17 @@ SHAPES = {
 }
 
 
-@pytest.fixture(scope="module")
-def internvl() -> tuple[Any, Any]:
-    return vlm_models.internvl()
+FAMILIES = ["internvl", "aya_vision"]  # Aya Vision tiles as InternVL does (GotOcr2's processor)
 
 
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_internvl_tiles_grid_and_attention(internvl: tuple[Any, Any], shape: str) -> None:
-    model, processor = internvl
+def test_internvl_tiles_grid_and_attention(shape: str, family: str) -> None:
+    model, processor = getattr(vlm_models, family)()
     size, (rows, cols) = SHAPES[shape]
     picture = image(*size)
-    trace = attnscope.capture(model, TEXT["internvl"], images=picture, processor=processor)
-    enc = processor(text=TEXT["internvl"], images=picture, return_tensors="pt")
+    trace = attnscope.capture(model, TEXT[family], images=picture, processor=processor)
+    enc = processor(text=TEXT[family], images=picture, return_tensors="pt")
     assert np.abs(trace.attention - eager_attention(model, enc)).max() <= 1e-5
     tiles = rows * cols
     thumbnail = 1 if tiles > 1 else 0
@@ -55,9 +52,10 @@ def test_internvl_tiles_grid_and_attention(internvl: tuple[Any, Any], shape: str
     assert region.pixels.shape == (rows * 32, cols * 32, 3)
 
 
-def test_internvl_tiles_assemble_the_picture(internvl: tuple[Any, Any]) -> None:
-    model, processor = internvl
-    trace = attnscope.capture(model, TEXT["internvl"], images=halves(32, 64), processor=processor)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_internvl_tiles_assemble_the_picture(family: str) -> None:
+    model, processor = getattr(vlm_models, family)()
+    trace = attnscope.capture(model, TEXT[family], images=halves(32, 64), processor=processor)
     [region] = trace.images
     assert region.tiles == (1, 2)
     vlm_models.assert_red_left_blue_right(region.pixels)

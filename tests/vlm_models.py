@@ -26,6 +26,7 @@ TEXT = {
     "paligemma": "<image>Look at it",
     "llava_onevision": "Look <image> at it",
     "mistral3": "Look [IMG] at it",
+    "aya_vision": "Look <image> at it",
 }
 TEXT_CONFIG = {
     "hidden_size": 32,
@@ -568,6 +569,41 @@ def internvl() -> tuple[Any, Any]:
     )
     torch.manual_seed(0)
     return InternVLForConditionalGeneration(config).eval(), processor
+
+
+@lru_cache(maxsize=1)
+def aya_vision() -> tuple[Any, Any]:
+    """(model, processor): :func:`internvl`'s tiles and thumbnail, SigLIP pixel-shuffled 2 x 2.
+
+    Each tile is ``TILE_<n>`` (``TILE_GLOBAL`` for the thumbnail) and 4 image tokens (2 x 2),
+    between ``<|START_OF_IMG|>`` and ``<|END_OF_IMG|>``.
+    """
+    from transformers import AyaVisionConfig, AyaVisionForConditionalGeneration, AyaVisionProcessor
+    from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import (
+        GotOcr2ImageProcessorPil,
+    )
+
+    marks = ["<image>", "<|START_OF_IMG|>", "<|END_OF_IMG|>", "<|IMG_PATCH|>"]
+    tok = _tokenizer([*marks, "<|IMG_LINE_BREAK|>", "TILE", "TILE_GLOBAL"])
+    image_processor = GotOcr2ImageProcessorPil(
+        size={"height": 32, "width": 32}, crop_to_patches=True, min_patches=1, max_patches=4
+    )
+    processor = AyaVisionProcessor(
+        image_processor=image_processor,
+        tokenizer=tok,
+        patch_size=8,
+        img_size=32,
+        downsample_factor=2,
+    )
+    config = AyaVisionConfig(
+        vision_config={**VISION_CONFIG, "model_type": "siglip_vision_model"},
+        text_config={"model_type": "llama", "vocab_size": len(tok), **TEXT_CONFIG},
+        downsample_factor=2,
+        image_token_index=tok.convert_tokens_to_ids("<|IMG_PATCH|>"),
+        alignment_intermediate_size=32,
+    )
+    torch.manual_seed(0)
+    return AyaVisionForConditionalGeneration(config).eval(), processor
 
 
 def stepwise_rows(model: Any, inputs: Any, steps: int) -> tuple[list[int], np.ndarray[Any, Any]]:

@@ -9,9 +9,10 @@ from attnscope.sources.hf.image_anyres import llava_onevision
 from attnscope.sources.hf.image_grids import gemma3, paligemma, qwen2_vl
 from attnscope.sources.hf.image_layout import Layout, Reader
 from attnscope.sources.hf.image_pixtral import llava_any, pixtral
-from attnscope.sources.hf.image_tiles import idefics3, internvl, llava_next
+from attnscope.sources.hf.image_tiles import aya_vision, idefics3, internvl, llava_next
 
 READERS: dict[str, Reader] = {
+    "aya_vision": aya_vision,  # InternVL's tiles
     "internvl": internvl,
     "gemma3": gemma3,
     "llava": llava_any,  # CLIP-style grids, or Pixtral's

@@ -150,23 +150,61 @@ def internvl(
     >>> internvl(NS(config=NS()), NS(image_processor=NS()), {}, [])
     'the image processor or config does not say its tiling and patch size'
     """
-    image_processor = processor.image_processor
-    canvas = getattr(
-        sys.modules[type(image_processor).__module__], "get_optimal_tiled_canvas", None
-    )
     vision = getattr(model.config, "vision_config", None)
     size = first(getattr(vision, "image_size", None))
     patch = first(getattr(vision, "patch_size", None))
     ratio = getattr(model.config, "downsample_ratio", None)
     seq_len = setting(getattr(processor, "image_seq_length", None))
-    tile = getattr(image_processor, "size", None)
-    if canvas is None or tile is None or size is None or patch is None:
+    if size is None or patch is None:
         return "the image processor or config does not say its tiling and patch size"
     if not isinstance(ratio, float) or seq_len is None:
         return "the config or processor does not say downsample_ratio and image_seq_length"
     side = int(size // patch * ratio)
     if side * side != seq_len:
         return f"the processor gives {seq_len} tokens per tile but the model makes {side * side}"
+    return on_canvas(processor.image_processor, encoding, images, side)
+
+
+def aya_vision(
+    model: Any, processor: Any, encoding: Mapping[str, Any], images: Sequence[Any]
+) -> list[Layout] | str:
+    """Aya Vision: InternVL's tiles and thumbnail (``TILE_<n>``, ``TILE_GLOBAL``), pixel-shuffled.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS  # settings missing: the reason
+    >>> aya_vision(NS(config=NS()), NS(image_processor=NS()), {}, [])
+    'the config or processor does not say the tile size, patch size and downsample factor'
+    """
+    config = model.config
+    vision = getattr(config, "vision_config", None)
+    size = first(getattr(vision, "image_size", None))
+    patch = first(getattr(vision, "patch_size", None))
+    factor = setting(getattr(config, "downsample_factor", None))
+    tile = setting(getattr(processor, "img_size", None))
+    step = setting(getattr(processor, "patch_size", None))  # the processor's: patch x factor
+    if size is None or patch is None or factor is None or tile is None or step is None:
+        return (
+            "the config or processor does not say the tile size, patch size and downsample factor"
+        )
+    side = size // patch // factor
+    if tile // step != side:
+        return f"the processor gives {tile // step} tokens a tile side but the model makes {side}"
+    if getattr(config, "vision_feature_select_strategy", "full") != "full":
+        return "the model drops each tile's first patch (vision_feature_select_strategy)"
+    return on_canvas(processor.image_processor, encoding, images, side)
+
+
+def on_canvas(
+    image_processor: Any, encoding: Mapping[str, Any], images: Sequence[Any], side: int
+) -> list[Layout] | str:
+    """Tiles (``side x side`` tokens each) on the image processor's canvas, then a thumbnail."""
+    canvas = getattr(
+        sys.modules[type(image_processor).__module__], "get_optimal_tiled_canvas", None
+    )
+    tile = getattr(image_processor, "size", None)
+    if canvas is None or tile is None:
+        return "the image processor does not say its tiling (get_optimal_tiled_canvas, size)"
     tiles = encoding["pixel_values"].float().numpy()
     crops = bool(getattr(image_processor, "crop_to_patches", False))
     low = int(getattr(image_processor, "min_patches", 1))
