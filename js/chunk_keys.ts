@@ -35,8 +35,14 @@ export const pseudoKey = (stream: string, layer: number): string => `pseudo:${st
 /** One query's rollout through a layer (long inputs: `_meta.streams[s].rollout_query`), one row in the `top:` format. */
 export const queryRolloutKey = (stream: string, layer: number, query: number): string => `pseudo:${stream}:${layer}:${query}`;
 
+/** One layer's weights of every query that shows no image over the image tokens (image view; `_meta.images`). */
+export const imageKey = (stream: string, layer: number): string => `image:${stream}:${layer}`;
+
+/** The pictures of `_meta.images`, one (height, width, 3) u8 array per image (`image0`, `image1`, ...). */
+export const pixelsKey = (stream: string): string => `pixels:${stream}`;
+
 /** Parts of each kind's key, kind included; a kind in `ROW_KINDS` may have one more (a first row, or pseudo's query). */
-const PARTS: Record<string, number> = { thumbs: 2, top: 3, attn: 4, qk: 4, stats: 2, pseudo: 3, tile: 7 };
+const PARTS: Record<string, number> = { thumbs: 2, top: 3, attn: 4, qk: 4, stats: 2, pseudo: 3, tile: 7, image: 3, pixels: 2 };
 const ROW_KINDS: readonly string[] = ["thumbs", "top", "pseudo"];
 
 /** Every chunk kind, in protocol order (encode/keys.py `KINDS`). */
@@ -96,6 +102,8 @@ export function writeChunkKey(p: ParsedKey): string {
       case "stats": return statsKey(p.stream);
       case "pseudo": return p.firstRow == null ? pseudoKey(p.stream, layer) : queryRolloutKey(p.stream, layer, p.firstRow);
       case "tile": { const [level, row, col] = p.tile ?? [0, 0, 0]; return tileKey(p.stream, layer, p.head ?? "mean", level, row, col); }
+      case "image": return imageKey(p.stream, layer);
+      case "pixels": return pixelsKey(p.stream);
       default: throw new Error(`unknown chunk kind ${JSON.stringify(p.kind)}; use one of ${CHUNK_KINDS.join(", ")}`);
     }
   })();
