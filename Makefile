@@ -98,9 +98,10 @@ demo: $(VENV)/.demo build
 lab: $(VENV)/.demo build
 	$(VENV)/bin/jupyter lab examples/quickstart.ipynb
 
-lint: $(VENV)/.test
+lint: $(VENV)/.test node_modules/.stamp
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
+	npm run --silent lint  # biome's recommended rules on js/ and tests/js (biome.jsonc)
 
 typecheck: $(VENV)/.test node_modules/.stamp
 	$(VENV)/bin/mypy
