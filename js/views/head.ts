@@ -27,7 +27,9 @@ import { paintLines, paintOffscreenCounts, paintTokenLabels } from "./head_paint
 import { stepControl, strongestKey, type LookedAt, type StepControl } from "./head_step";
 import { tokenSearch } from "./head_search";
 import { queryRolloutRows, rolloutToggle } from "./head_rollout";
-import { defaultLineScale, exportCaption, faintNotice, headOffsets, scaleControl, scaleLegend, type LineScale } from "./head_scale";
+import {
+  defaultLineScale, exportCaption, faintNotice, headOffsets, logFade, scaleControl, scaleLegend, type LineScale,
+} from "./head_scale";
 import { clearRows, placeRows, type TokenColumn } from "./head_tokens";
 import { diffLegend, paintSignedLines } from "./compare_head";
 import { signedColor } from "./compare_colors";
@@ -154,6 +156,10 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   }
   const shownHeads = (): number[] => [...st().heads.filter((x) => x >= 0 && x < stream().num_heads), ...shownPseudo()];
   const lineHeads = (): number => stream().num_heads + offeredPseudo(stream()).length;
+  /** The log switch applies (one trace's weights, not a comparison's). */
+  const logOn = (): boolean => analysing && st().log_scale;
+  /** Many heads on the log scale: each line's opacity is its strength to this power (head_scale.ts), set by each draw. */
+  let fade = 1;
 
   /** The current lines into `lines` (capacity kept between draws). */
   function collect(g: HeadLayout): void {
@@ -175,7 +181,10 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   function paintCanvasPart(p: Painter, g: HeadLayout): { above: number; below: number } {
     collect(g);
     if (signed) paintSignedLines(p, lines, g, theme);
-    else paintLines(p, lines, g, colors, lineHeads(), headOffsets(shownHeads(), lineHeads()));
+    else {
+      fade = logFade(logOn(), shownHeads().length, lines, g);
+      paintLines(p, lines, g, colors, lineHeads(), headOffsets(shownHeads(), lineHeads()), fade);
+    }
     paintRollout(p, g);
     const edges = offscreenKeys(lines, g.height);
     paintOffscreenCounts(p, edges, g, theme);
@@ -264,12 +273,13 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     }
     const rows = loaded(), f = focusedQuery(hover, rowOf(display.wordsQ, s.query));
     const rm = rows && f >= 0 && f < display.sideQ.labels.length ? rowMax(rows, shownHeads(), f) : 0;
-    scaleBox.legend.textContent = scaleLegend(scale, f >= 0 ? rm : null, chosen ? stream().k_len : null);
+    scaleBox.legend.textContent = scaleLegend(scale, f >= 0 ? rm : null, chosen ? stream().k_len : null, logOn() ? fade : null);
     // A focused row whose every weight is under 1/255 draws nothing: say so, and offer the row scale.
     faint.show(scale === "weight" && rm > 0 && rm * 255 < 1 ? `All weights of “${display.sideQ.labels[f] ?? f}” are below 1/255 (the largest is ${fmt(rm)}): too faint to draw at this scale.` : null);
     view.dataset.lines = String(lines.n);
     view.dataset.width = String(g.width);
     view.dataset.scale = scale;
+    view.dataset.fade = String(fade);
     view.dataset.offscreen = `${edges.above},${edges.below}`;
     view.dataset.drawMs = (performance.now() - t0).toFixed(1);
     markDrawn(view, ready && !top.error());
@@ -384,7 +394,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     caption: () => {
       const g = layout(), s = st(), { first, last } = visibleRows(g);
       const shown = last - first + 1 < g.rows ? [`rows ${first + 1}–${last + 1} of ${g.rows} drawn (those on screen; scroll the view to export others)`] : [];
-      const options = [s.log_scale ? "log scale" : "", s.hide_special ? "special tokens hidden" : "", s.words ? "words" : ""].filter(Boolean);
+      const options = [s.hide_special ? "special tokens hidden" : "", s.words ? "words" : ""].filter(Boolean);
       return [
         exportCaption(meta.title ?? "", stream().layers[s.layer] ?? s.layer, shownHeads(), stream().num_heads, s.query == null ? null : display.sideQ.labels[rowOf(display.wordsQ, s.query) ?? 0] ?? null),
         [scaleBox.legend.textContent ?? "", ...options].filter(Boolean).join(" · "),

@@ -212,6 +212,9 @@ export function keyWeights(out: Float32Array, top: TopRows, heads: readonly numb
   }
 }
 
+/** Stroke width of a draw's lines: many lines are thinner, cheaper to rasterise and easier to read. */
+export const lineWidth = (n: number): number => (n > 1000 ? 1 : 1.5);
+
 /** Opacity step of a weight: its group is drawn at opacity (step + 0.5) / BUCKETS. */
 export const bucketOf = (w: number): number => Math.min(BUCKETS - 1, Math.floor(w * BUCKETS));
 

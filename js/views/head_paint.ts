@@ -4,17 +4,21 @@ import { hex, type ThemeColors } from "../colors";
 import { imageLabel } from "../label_text";
 import type { Painter } from "../paint/painter";
 import type { Side } from "../tokens";
-import { BUCKETS, COL_W, groupLines, ROW, rowY, visibleRows, type HeadLayout, type Lines } from "./head_lines";
+import { lineAlpha } from "./head_scale";
+import { BUCKETS, COL_W, groupLines, lineWidth, ROW, rowY, visibleRows, type HeadLayout, type Lines } from "./head_lines";
 
-/** One stroke per (opacity step, head), strongest drawn last (on top); opacity ≈ weight, as in bertviz. */
-export function paintLines(p: Painter, lines: Lines, layout: HeadLayout, colors: readonly string[], heads: number, offsets?: Float32Array): void {
+/**
+ * One stroke per (opacity step, head), strongest drawn last (on top); opacity ≈
+ * weight, as in bertviz, or weight^`fade` (head_scale.ts `logFade`: many heads on the log scale).
+ */
+export function paintLines(p: Painter, lines: Lines, layout: HeadLayout, colors: readonly string[], heads: number, offsets?: Float32Array, fade = 1): void {
   const start = groupLines(lines, heads);
   const { order, yq, yk } = lines;
-  const width = lines.n > 1000 ? 1 : 1.5; // many lines: thinner, cheaper to rasterise and easier to read
+  const width = lineWidth(lines.n);
   for (let g = 0; g < heads * BUCKETS; g++) {
     const from = start[g] as number, to = start[g + 1] as number;
     if (from === to) continue;
-    const stroke = { color: colors[g % heads] ?? "#888", width, alpha: (Math.floor(g / heads) + 0.5) / BUCKETS };
+    const stroke = { color: colors[g % heads] ?? "#888", width, alpha: lineAlpha((Math.floor(g / heads) + 0.5) / BUCKETS, fade) };
     const dy = offsets?.[g % heads] ?? 0;
     p.segments(stroke, (segment) => {
       for (let o = from; o < to; o++) {
