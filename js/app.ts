@@ -14,6 +14,7 @@ import { h, listeners } from "./views/common";
 import { comparedSide, compareToggle, comparisonSummary } from "./views/compare_toggle";
 import { renderSide } from "./views/compare_view";
 import { renderHeadView } from "./views/head";
+import { renderImageView } from "./views/image";
 import { renderModelView } from "./views/model";
 import { renderNeuronView } from "./views/neuron";
 
@@ -21,6 +22,7 @@ const RENDERERS: Record<ViewName, (ctx: ViewContext) => Cleanup> = {
   head: renderHeadView,
   model: renderModelView,
   neuron: renderNeuronView,
+  image: renderImageView,
 };
 
 export interface AppOptions {

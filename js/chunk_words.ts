@@ -10,6 +10,8 @@ const WHAT: Record<string, string> = {
   pseudo: "the mean and rollout lines",
   qk: "q and k",
   attn: "weights",
+  image: "the image view's weights",
+  pixels: "the pictures",
 };
 
 /**
@@ -23,7 +25,7 @@ export function chunkWords(key: string, meta: Meta): string {
   const sm = meta.streams[stream];
   if (!what || !sm) return key;
   const of = Object.keys(meta.streams).length > 1 ? ` (${sm.label ?? stream})` : "";
-  if (layer === undefined || kind === "thumbs" || kind === "stats") return `${what}${of}`;
+  if (layer === undefined || kind === "thumbs" || kind === "stats" || kind === "pixels") return `${what}${of}`;
   const number = sm.layers[Number(layer)] ?? layer;
   const where = kind === "qk" || kind === "attn" ? `layer ${number} · head ${last}` : `layer ${number}${last !== undefined ? ` (rows ${last}…)` : ""}`;
   return `${what} of ${where}${of}`;

@@ -3,7 +3,7 @@
 // wants every value the schema lists to have one, so neither side can drift.
 import type { CompareSide, PairFilter, ThemeSetting, ViewName } from "./types";
 
-export const VIEW_LABELS: Readonly<Record<ViewName, string>> = { head: "Head", model: "Model", neuron: "Neuron" };
+export const VIEW_LABELS: Readonly<Record<ViewName, string>> = { head: "Head", model: "Model", neuron: "Neuron", image: "Image" };
 
 export const PAIR_FILTER_LABELS: Readonly<Record<PairFilter, string>> = {
   all: "pairs: all", AA: "A → A", AB: "A → B", BA: "B → A", BB: "B → B",

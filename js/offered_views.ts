@@ -3,8 +3,12 @@
 import { VIEWS } from "./selection";
 import type { Meta, ViewName } from "./types";
 
-/** The views `meta` offers, in tab order: known names only, each once; all of them when absent or empty. */
+/**
+ * The views `meta` offers, in tab order: known names only, each once; all of them when absent or
+ * empty. The image view only where the trace has images (`_meta.images`).
+ */
 export function offeredViews(meta: Meta): ViewName[] {
-  const known = (meta.views ?? []).filter((v, i, list) => VIEWS.includes(v) && list.indexOf(v) === i);
-  return known.length ? known : [...VIEWS];
+  const shows = (v: ViewName): boolean => v !== "image" || !!meta.images;
+  const known = (meta.views ?? []).filter((v, i, list) => VIEWS.includes(v) && list.indexOf(v) === i && shows(v));
+  return known.length ? known : VIEWS.filter(shows);
 }

@@ -72,6 +72,27 @@ export interface Meta {
   comparison?: ComparisonMeta | null;
   /** A trace of a generation: where the prompt ends; absent or null otherwise. */
   generation?: GenerationMeta | null;
+  /** A vision-language model's images (docs/protocol.md, "Images"); absent or null without images. */
+  images?: ImagesMeta | null;
+}
+
+/** One grid of an image's tokens: the whole grid ("image") or an extra one ("overview"). */
+export interface ImageGridMeta {
+  name: string;
+  rows: number;
+  cols: number;
+  /** (rows, cols) of tiles the grid is made of, or null. */
+  tiles: [number, number] | null;
+  /** Token positions of the cells, row by row. */
+  positions: number[];
+}
+
+/** `_meta.images`: the stream, the query rows of `image:` chunks, and each image's size and grids. */
+export interface ImagesMeta {
+  stream: string;
+  /** Token positions of the rows of an `image:` chunk (every token that shows no image). */
+  queries: number[];
+  images: { height: number; width: number; grids: ImageGridMeta[] }[];
 }
 
 /** What `_meta.comparison` says about two inputs shown over their aligned tokens. */
@@ -99,7 +120,7 @@ export interface GenerationMeta {
   thumb_cols: number;
 }
 
-export type ViewName = "head" | "model" | "neuron";
+export type ViewName = "head" | "model" | "neuron" | "image";
 export type PairFilter = "all" | "AA" | "AB" | "BA" | "BB";
 export type ThemeSetting = "auto" | "light" | "dark";
 /** A comparison's side: input A, input B, or A − B. */

@@ -232,7 +232,9 @@ def test_meta_of_qk_trace() -> None:
     [
         ("thumbs", "malformed"),
         ("top:self", "malformed"),
-        ("pixels:self", "unknown chunk kind"),
+        ("picture:self", "unknown chunk kind"),
+        ("pixels:self", "has no images"),
+        ("image:self:0", "has no images"),
         ("top:cross:0", "unknown stream"),
         ("top:self:2", "out of range"),
         ("attn:self:0:4", "head 4 is out of range"),

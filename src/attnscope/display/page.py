@@ -25,7 +25,14 @@ from attnscope.encode.from_logits import layer_top_keys
 from attnscope.encode.keys import ChunkKey, bare_key, kind_of, qk_key, read_key, split_side
 from attnscope.encode.meta import build_meta, stream_top_block, stream_top_k
 from attnscope.encode.pack import HALF_ARRAYS, pack_chunk
-from attnscope.encode.selection import VIEWS, ViewName, check_views, default_selection
+from attnscope.encode.selection import (
+    VIEWS,
+    ViewName,
+    check_image_view,
+    check_views,
+    default_selection,
+    views_of,
+)
 from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
@@ -421,6 +428,7 @@ def page_html(
     _check_qk_dtype(qk_dtype)
     trace, state, offered, compared = _trace_and_state(trace_or_widget)
     shown = offered if views is None else check_views(views)
+    check_image_view(shown, None if compared is not None else trace)
     if state["view"] not in shown:
         state["view"] = shown[0]
     if encode is encode_chunk:  # a widget ranked by a scan adds its statistics (scan=)
@@ -528,11 +536,11 @@ def _trace_and_state(
     source: AttentionTrace | AttentionComparison | ShownWidget,
 ) -> tuple[AttentionTrace, dict[str, Any], tuple[ViewName, ...], ComparisonChunks | None]:
     if isinstance(source, AttentionTrace):
-        return source, default_selection(source), VIEWS, None
+        return source, default_selection(source), views_of(source), None
     if isinstance(source, AttentionComparison):
         compared = ComparisonChunks(source)
         state = {**default_selection(compared.a), "compare_side": "diff"}
-        return compared.a, state, VIEWS, compared
+        return compared.a, state, views_of(None), compared
     trace = getattr(source, "trace", None)
     if not isinstance(trace, AttentionTrace):
         raise AttnscopeTypeError(

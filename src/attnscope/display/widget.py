@@ -39,8 +39,10 @@ from attnscope.encode.selection import (
     VIEWS,
     WIDGET_OPTIONS,
     ViewName,
+    check_image_view,
     check_views,
     default_selection,
+    views_of,
 )
 from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionStream, AttentionTrace
@@ -81,7 +83,8 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         tokens, as :attr:`compare_side` says.
     views
         The views offered, as tabs in this order: a non-empty subset of
-        ``("head", "model", "neuron")`` (the default). With one view there
+        ``("head", "model", "neuron", "image")``; by default all of them, the
+        image view only for a trace with images. With one view there
         are no tabs. Fixed for the widget's life; sent as ``_meta["views"]``.
     scan
         A table of heads over many inputs to rank the model view by: the
@@ -256,7 +259,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self,
         trace: AttentionTrace | AttentionComparison,
         *,
-        views: Sequence[ViewName] = VIEWS,
+        views: Sequence[ViewName] | None = None,
         scan: Any = None,
         **options: Any,
     ) -> None:
@@ -272,12 +275,14 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 f"AttentionWidget got unknown option(s) {unknown}; valid options are "
                 f"{list(OPTIONS)}."
             )
-        self._views = check_views(views)
         self._comparison = trace if isinstance(trace, AttentionComparison) else None
         self._compared = None if self._comparison is None else ComparisonChunks(self._comparison)
         # A comparison's views index the aligned tokens, which both inputs' aligned traces share.
         shown = trace if self._compared is None else self._compared.a
         assert isinstance(shown, AttentionTrace)
+        imaged = shown if self._compared is None else None  # a comparison has no image view
+        self._views = views_of(imaged) if views is None else check_views(views)
+        check_image_view(self._views, imaged)
         self._trace = shown
         trace = shown
         if scan is not None and self._compared is not None:

@@ -35,10 +35,19 @@ from attnscope.encode.arrays import (
     stream_quantized,
 )
 from attnscope.encode.from_logits import any_thumbnails, layer_top_keys
+from attnscope.encode.image_chunks import (
+    IMAGE_KINDS,
+    check_image_chunk,
+    image_arrays,
+    image_stream,
+    pixels_arrays,
+)
 from attnscope.encode.keys import (
     ANALYSIS_KINDS,
     ChunkKey,
     attn_key,
+    image_key,
+    pixels_key,
     pseudo_key,
     qk_key,
     read_key,
@@ -71,6 +80,8 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
     parsed = read_key(key)
     name = parsed.stream
     stream = _stream(name, trace)
+    if parsed.kind in IMAGE_KINDS:
+        check_image_chunk(trace, parsed.kind, name, parsed.key)
     if parsed.layer is not None:
         _check_layer(parsed.layer, name, stream.num_layers)
     if parsed.kind == "tile":
@@ -169,6 +180,8 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
         return [("thumbs", any_thumbnails(stream, *shape, first_row=first))]
     if key.kind == "stats":
         return stats_arrays(trace, key.stream)
+    if key.kind == "pixels":
+        return pixels_arrays(trace)
     assert key.layer is not None
     if key.tile is not None:
         return tile_arrays(stream, key.layer, key.head, key.tile)
@@ -178,6 +191,8 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
         return pseudo_arrays(stream, key.layer, stream_top_k(stream))
     if key.kind == "top":
         return top_arrays(stream, key.layer, key.first_row)
+    if key.kind == "image":
+        return image_arrays(trace, stream, key.layer)
     assert key.head is not None
     if key.kind == "attn":
         weight, rowmax = stream_quantized(stream, key.layer, [key.head])
@@ -280,6 +295,8 @@ def all_keys(
 
     The order is what a page should hold when it cannot hold everything.
     Thumbnails and statistics of every stream (model view) come first; then
+    a trace with images has the image view's pictures and its ``image:`` chunks
+    (small: text queries × image tokens), layers in the order below; then
     the top keys (head view) of every layer, the given stream and layer position first and
     the other layers outward from it, so the head view can switch to any
     layer, and after them the pseudo-heads (mean, rollout) in the same order;
@@ -330,6 +347,9 @@ def all_keys(
     def qk_keys(name: str, position: int) -> list[str]:
         return [qk_key(name, position, h) for h in range(trace.streams[name].num_heads)]
 
+    pictured = image_stream(trace) if "image" in views and trace.images else None
+    if pictured is not None:  # the image view's pictures and layers: small, so early
+        keys += [pixels_key(pictured), *(image_key(n, p) for n, p in layer_order if n == pictured)]
     if "head" in views:
         for name, position in layer_order:
             keys += qk_keys(name, position) if name in derived else [top_key(name, position)]

@@ -5,7 +5,8 @@ A key names one chunk of a trace (``docs/protocol.md``, "Chunks"):
 (or ``top:<stream>:<layer>:<first row>``), ``attn:<stream>:<layer>:<head>``,
 ``qk:<stream>:<layer>:<head>``, ``stats:<stream>``, ``pseudo:<stream>:<layer>``
 (or ``pseudo:<stream>:<layer>:<query>``) and
-``tile:<stream>:<layer>:<head|mean>:<level>:<row>:<col>``; a comparison puts its
+``tile:<stream>:<layer>:<head|mean>:<level>:<row>:<col>``, and the image view's
+``image:<stream>:<layer>`` and ``pixels:<stream>``; a comparison puts its
 side before any of them (``a/``, ``b/``, ``diff/``). This module only knows the
 shape of a key; whether a trace has the chunk is :func:`attnscope.encode.chunks.parse_key`'s
 question. Everything else builds keys with :class:`ChunkKey` or the functions
@@ -19,7 +20,7 @@ from typing import Literal, get_args
 
 from attnscope.errors import AttnscopeError
 
-ChunkKind = Literal["thumbs", "top", "attn", "qk", "stats", "pseudo", "tile"]
+ChunkKind = Literal["thumbs", "top", "attn", "qk", "stats", "pseudo", "tile", "image", "pixels"]
 
 KINDS: tuple[ChunkKind, ...] = get_args(ChunkKind)
 """Every chunk kind, in protocol order."""
@@ -35,6 +36,8 @@ SHAPES: dict[ChunkKind, str] = {
     "stats": "stats:<stream>",
     "pseudo": "pseudo:<stream>:<layer> or pseudo:<stream>:<layer>:<query>",
     "tile": "tile:<stream>:<layer>:<head|mean>:<level>:<row>:<col>",
+    "image": "image:<stream>:<layer>",
+    "pixels": "pixels:<stream>",
 }
 """How each kind's keys are written, for error messages."""
 
@@ -46,6 +49,8 @@ _PARTS: dict[ChunkKind, int] = {
     "stats": 2,
     "pseudo": 3,
     "tile": 7,
+    "image": 3,
+    "pixels": 2,
 }
 _ROW_KINDS = ("thumbs", "top", "pseudo")  # one more part: a first row (pseudo: a query)
 
@@ -248,3 +253,25 @@ def tile_key(stream: str, layer: int, head: int | None, tile: tuple[int, int, in
     ('tile:self:0:mean:0:0:0', 'tile:self:0:2:1:0:1')
     """
     return ChunkKey("tile", stream, layer, head, tile=tile).key
+
+
+def image_key(stream: str, layer: int) -> str:
+    """One layer's weights of every text query over the image tokens (image view).
+
+    Examples
+    --------
+    >>> image_key("self", 1)
+    'image:self:1'
+    """
+    return ChunkKey("image", stream, layer).key
+
+
+def pixels_key(stream: str) -> str:
+    """The pictures of ``_meta.images`` (image view).
+
+    Examples
+    --------
+    >>> pixels_key("self")
+    'pixels:self'
+    """
+    return ChunkKey("pixels", stream).key

@@ -17,6 +17,7 @@ from attnscope.encode.analysis_chunks import (
     sides_words,
     statistics_meta,
 )
+from attnscope.encode.image_chunks import images_meta
 from attnscope.trace import AttentionStream, AttentionTrace, Tokens
 from attnscope.trace.labels import continues_word, mend_surrogates
 
@@ -169,6 +170,7 @@ def build_meta(
             "statistics": statistics_meta(),
             "neuron_unavailable": _neuron_unavailable(trace),
             "generation": generation_meta(trace),
+            "images": images_meta(trace),
             "notes": [*trace.notes, *notes],
             "embedded": embedded,
         }

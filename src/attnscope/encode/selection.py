@@ -17,7 +17,7 @@ from attnscope.errors import AttnscopeError
 if TYPE_CHECKING:
     from attnscope.trace import AttentionTrace
 
-ViewName = Literal["head", "model", "neuron"]
+ViewName = Literal["head", "model", "neuron", "image"]
 CompareSide = Literal["a", "b", "diff"]
 
 _SCHEMA: dict[str, Any] = json.loads(
@@ -39,6 +39,40 @@ SELECTION_DOCS: dict[str, str] = {k: str(v["doc"]) for k, v in _SCHEMA["fields"]
 WIDGET_OPTIONS: tuple[str, ...] = ("views", "scan", *(f for f in SELECTION_FIELDS if f != "view"))
 """Keywords :class:`~attnscope.AttentionWidget` takes besides ``view`` (``scan``: a table of
 heads to rank by)."""
+
+
+def views_of(trace: AttentionTrace | None) -> tuple[ViewName, ...]:
+    """The views a widget or page on ``trace`` offers by default: the image view only with images.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> views_of(AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32)))
+    ('head', 'model', 'neuron')
+    """
+    shows = trace is not None and bool(trace.images)
+    return tuple(v for v in VIEWS if v != "image" or shows)
+
+
+def check_image_view(views: Sequence[ViewName], trace: AttentionTrace | None) -> None:
+    """Raise AttnscopeError when ``views`` offers the image view of a trace without images.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace
+    >>> check_image_view(("head", "image"), AttentionTrace(["a"], np.ones((1, 1, 1, 1))))
+    Traceback (most recent call last):
+    ...
+    attnscope.errors.AttnscopeError: views=('head', 'image') offers the image view, but ...
+    """
+    if "image" in views and "image" not in views_of(trace):
+        raise AttnscopeError(
+            f"views={tuple(views)!r} offers the image view, but this trace has no images "
+            "(trace.images is empty); capture a vision-language model with "
+            "attnscope.capture(model, text, images=..., processor=...), or leave 'image' out."
+        )
 
 
 def default_selection(trace: AttentionTrace, view: str | None = None) -> dict[str, Any]:

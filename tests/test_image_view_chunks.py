@@ -1,0 +1,124 @@
+"""The image view's data (issue 25): ``_meta.images``, ``pixels:`` and ``image:`` chunks.
+
+Tiny random LLaVA (a 4 x 4 grid) and Idefics3 (tiles and an overview) with
+synthetic images: each ``image:`` row, laid on the grids of ``_meta.images``,
+equals :func:`attnscope.image_attention` for that query and head; the pixels
+are the trace's; the image view is offered exactly when the trace has images.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import attnscope
+import vlm_models
+from attnscope.display.page import page_html
+from attnscope.encode.chunks import all_keys, encode_chunk, parse_key
+from attnscope.encode.keys import image_key, pixels_key
+from attnscope.encode.meta import build_meta
+from attnscope.errors import AttnscopeError
+from vlm_models import TEXT, image
+
+
+@pytest.fixture(scope="module")
+def llava_trace() -> attnscope.AttentionTrace:
+    model, processor = vlm_models.llava()
+    return attnscope.capture(
+        model, TEXT["llava"], images=image(40, 60), processor=processor, max_new_tokens=2
+    )
+
+
+@pytest.fixture(scope="module")
+def idefics_trace() -> attnscope.AttentionTrace:
+    model, processor = vlm_models.idefics3()
+    return attnscope.capture(model, TEXT["idefics3"], images=image(40, 70), processor=processor)
+
+
+def _laid_on_grids(trace: attnscope.AttentionTrace, layer: int, head: int, row: int) -> list[Any]:
+    """Row ``row`` of the ``image:`` chunk of ``layer``, dequantised and cut into its grids."""
+    arrays = dict(encode_chunk(trace, parse_key(image_key("self", layer), trace)))
+    weights = arrays["weight"][head, row] / 255 * arrays["rowmax"][head, row]
+    meta = build_meta(trace)["images"]
+    out, start = [], 0
+    for img in meta["images"]:
+        for grid in img["grids"]:
+            cells = grid["rows"] * grid["cols"]
+            out.append(weights[start : start + cells].reshape(grid["rows"], grid["cols"]))
+            start += cells
+    assert start == len(weights)
+    return out
+
+
+def test_image_chunk_equals_image_attention_on_the_grid(
+    llava_trace: attnscope.AttentionTrace,
+) -> None:
+    trace = llava_trace
+    meta = build_meta(trace)["images"]
+    [region] = trace.images
+    assert meta["stream"] == "self"
+    shown = set(region.all_positions())
+    assert meta["queries"] == [q for q in range(len(trace.tokens)) if q not in shown]
+    assert meta["queries"][-2:] == [len(trace.tokens) - 2, len(trace.tokens) - 1]  # generated
+    [grid] = meta["images"][0]["grids"]
+    assert (grid["rows"], grid["cols"], grid["positions"]) == (4, 4, list(region.positions))
+    for layer in range(2):
+        for head in (0, 3):
+            for row, query in enumerate(meta["queries"]):
+                [laid] = _laid_on_grids(trace, layer, head, row)
+                [expected] = attnscope.image_attention(trace, layer=layer, head=head, query=query)
+                # One byte per weight, scaled to the row's largest weight on the image.
+                assert np.abs(laid - expected).max() <= expected.max() / 255 / 2 + 1e-7
+
+
+def test_pixels_chunk_is_the_pictures(llava_trace: attnscope.AttentionTrace) -> None:
+    trace = llava_trace
+    [(name, pixels)] = encode_chunk(trace, parse_key(pixels_key("self"), trace))
+    assert name == "image0"
+    assert pixels.dtype == np.uint8
+    assert pixels.shape == trace.images[0].pixels.shape == (32, 32, 3)
+    assert np.array_equal(pixels, trace.images[0].pixels)
+    size = build_meta(trace)["images"]["images"][0]
+    assert (size["height"], size["width"]) == (32, 32)
+
+
+def test_tiles_and_overview_are_grids_of_the_chunk(
+    idefics_trace: attnscope.AttentionTrace,
+) -> None:
+    trace = idefics_trace
+    [region] = trace.images
+    grids = build_meta(trace)["images"]["images"][0]["grids"]
+    assert [g["name"] for g in grids] == ["image", "overview"]
+    assert grids[0]["tiles"] == list(region.tiles or ())
+    assert region.tiles is not None
+    assert region.tiles != (1, 1)
+    assert grids[1]["positions"] == list(region.extra["overview"])
+    laid = _laid_on_grids(trace, 1, 2, 0)
+    query = build_meta(trace)["images"]["queries"][0]
+    [whole] = attnscope.image_attention(trace, layer=1, head=2, query=query)
+    assert np.abs(laid[0] - whole).max() <= whole.max() / 255 / 2 + 1e-7
+    # The overview's cells are the weights of its own tokens.
+    rows = trace.stream.attention_rows(1, 2, np.array([query])).numpy()[0]
+    expected = rows[list(region.extra["overview"])].reshape(grids[1]["rows"], grids[1]["cols"])
+    assert np.abs(laid[1] - expected).max() <= laid[1].max() / 255 + 1e-7
+
+
+def test_the_image_view_is_offered_only_with_images(
+    llava_trace: attnscope.AttentionTrace,
+) -> None:
+    plain = attnscope.AttentionTrace(["a", "b"], np.full((1, 1, 2, 2), 0.5, np.float32))
+    assert attnscope.AttentionWidget(plain).views == ("head", "model", "neuron")
+    assert build_meta(plain)["images"] is None
+    assert attnscope.AttentionWidget(llava_trace).views == ("head", "model", "neuron", "image")
+    assert attnscope.AttentionWidget(llava_trace, view="image").view == "image"
+    with pytest.raises(AttnscopeError, match="has no images"):
+        attnscope.AttentionWidget(plain, views=("head", "image"))
+    with pytest.raises(AttnscopeError, match="has no images"):
+        parse_key(pixels_key("self"), plain)
+    keys = all_keys(llava_trace, views=("image",))
+    assert keys == [pixels_key("self"), image_key("self", 0), image_key("self", 1)]
+    assert "image" not in all_keys(plain, views=("head", "image"))[0]
+    page = page_html(llava_trace)
+    assert '"views":["head","model","neuron","image"]' in page
