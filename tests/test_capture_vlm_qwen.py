@@ -1,4 +1,4 @@
-"""capture(..., images=...) on tiny random Qwen2/2.5/3-VL: dynamic resolution, merged patches."""
+"""capture(..., images=...) on tiny random Qwen2/2.5/3-VL and GLM-4V: dynamic resolution, merges."""
 
 from __future__ import annotations
 
@@ -21,13 +21,14 @@ def qwen() -> tuple[Any, Any]:
     return vlm_models.qwen2_vl()
 
 
-@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
+@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "glm4v"])
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_qwen_vl_attention_and_merged_grid(family: str, shape: str) -> None:
     model, processor = getattr(vlm_models, family)()
     picture = image(*SHAPES[shape])
-    trace = attnscope.capture(model, TEXT["qwen2_vl"], images=picture, processor=processor)
-    enc = processor(text=TEXT["qwen2_vl"], images=picture, return_tensors="pt")
+    text = TEXT.get(family, TEXT["qwen2_vl"])  # GLM-4V reads images as Qwen2-VL does
+    trace = attnscope.capture(model, text, images=picture, processor=processor)
+    enc = processor(text=text, images=picture, return_tensors="pt")
     assert np.abs(trace.attention - eager_attention(model, enc)).max() <= 1e-5
     # The grid by hand: image_grid_thw counts 8-pixel patches; each token merges 2 x 2 of them.
     t, h, w = enc["image_grid_thw"][0].tolist()
@@ -43,8 +44,9 @@ def test_qwen_vl_attention_and_merged_grid(family: str, shape: str) -> None:
     assert list(region.positions) == placed
     assert len(placed) == h * w // merge**2
     assert region.pixels.shape == (h * 8, w * 8, 3)
-    cols = region.grid[1]
-    assert trace.tokens[placed[cols + 1]] == "img0 1,1"
+    rows, cols = region.grid  # GLM-4V resizes 32 x 96 to 16 x 64: one row of merges
+    assert trace.tokens[placed[-1]] == f"img0 {rows - 1},{cols - 1}"
+    assert trace.tokens[placed[1]] == f"img0 {1 // cols},{1 % cols}"
 
 
 def test_qwen2_vl_pixels_are_the_right_way_round(qwen: tuple[Any, Any]) -> None:
@@ -56,6 +58,13 @@ def test_qwen2_vl_pixels_are_the_right_way_round(qwen: tuple[Any, Any]) -> None:
     assert (pixels[:, : width // 2 - 2, 2] < 60).all()
     assert (pixels[:, width // 2 + 2 :, 2] > 200).all()
     assert (pixels[:, width // 2 + 2 :, 0] < 60).all()
+
+
+def test_glm4v_pixels_are_the_right_way_round() -> None:
+    model, processor = vlm_models.glm4v()
+    trace = attnscope.capture(model, TEXT["glm4v"], images=halves(48, 96), processor=processor)
+    assert trace.images[0].grid == (2, 4)
+    vlm_models.assert_red_left_blue_right(trace.images[0].pixels)
 
 
 def test_qwen2_vl_image_attention(qwen: tuple[Any, Any]) -> None:

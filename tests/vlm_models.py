@@ -27,6 +27,7 @@ TEXT = {
     "llava_onevision": "Look <image> at it",
     "mistral3": "Look [IMG] at it",
     "aya_vision": "Look <image> at it",
+    "glm4v": "Look <|begin_of_image|><|image|><|end_of_image|> at it",
 }
 TEXT_CONFIG = {
     "hidden_size": 32,
@@ -202,6 +203,39 @@ def qwen3_vl() -> tuple[Any, Any]:
     )
     torch.manual_seed(0)
     return Qwen3VLForConditionalGeneration(config).eval(), processor
+
+
+@lru_cache(maxsize=1)
+def glm4v() -> tuple[Any, Any]:
+    """(model, processor): GLM-4V, Qwen2-VL's patches (8 px, merged 2 x 2) and image_grid_thw."""
+    from transformers import Glm4vConfig, Glm4vForConditionalGeneration, Glm4vProcessor
+    from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProcessorPil
+
+    marks = ["<|image|>", "<|begin_of_image|>", "<|end_of_image|>"]
+    tok = _tokenizer([*marks, "<|video|>", "<|begin_of_video|>", "<|end_of_video|>"])
+    image_processor = Glm4vImageProcessorPil(
+        size={"shortest_edge": 16 * 16, "longest_edge": 64 * 64},
+        patch_size=8,
+        merge_size=2,
+        temporal_patch_size=2,
+    )
+    processor = _without_video(Glm4vProcessor)(
+        image_processor=image_processor, tokenizer=tok, video_processor=None
+    )
+    ids = tok.convert_tokens_to_ids
+    rope = {"rope_type": "default", "mrope_section": [1, 1, 2], "partial_rotary_factor": 1.0}
+    config = Glm4vConfig(
+        text_config={"vocab_size": len(tok), "rope_parameters": rope, **TEXT_CONFIG},
+        vision_config={**QWEN_VISION, "image_size": 32},
+        image_token_id=ids("<|image|>"),
+        video_token_id=ids("<|video|>"),
+        image_start_token_id=ids("<|begin_of_image|>"),
+        image_end_token_id=ids("<|end_of_image|>"),
+        video_start_token_id=ids("<|begin_of_video|>"),
+        video_end_token_id=ids("<|end_of_video|>"),
+    )
+    torch.manual_seed(0)
+    return Glm4vForConditionalGeneration(config).eval(), processor
 
 
 def image(height: int, width: int, seed: int = 0) -> np.ndarray[Any, Any]:

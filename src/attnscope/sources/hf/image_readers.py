@@ -15,6 +15,7 @@ READERS: dict[str, Reader] = {
     "aya_vision": aya_vision,  # InternVL's tiles
     "internvl": internvl,
     "gemma3": gemma3,
+    "glm4v": qwen2_vl,  # Qwen2-VL's patches, merges and image_grid_thw
     "llava": llava_any,  # CLIP-style grids, or Pixtral's
     "llava_next": llava_next,
     "llava_onevision": llava_onevision,
