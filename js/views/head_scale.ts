@@ -48,9 +48,9 @@ export function scaleLegend(scale: LineScale, rowMax: number | null, chosenFor: 
 const LOG_RANGE = `${10 ** -LOG_DECADES} (clear) … 1 (full)`;
 
 function logLegend(scale: LineScale, fade: number): string {
-  const range = scale === "row" ? `log scale: ${LOG_RANGE}, then ÷ each row's largest` : `log scale: ${LOG_RANGE}`;
-  const faded = fade > 1 ? ` · several heads: line opacity = strength^${fade.toFixed(1)} (weak links fade, strong ones stand out)` : "";
-  return `lines and key bars: ${range}${faded}`;
+  const range = scale === "row" ? `${LOG_RANGE}, then ÷ each row's largest` : LOG_RANGE;
+  const faded = fade > 1 ? ` · several heads: opacity = strength^${fade.toFixed(1)} (weak links fade)` : "";
+  return `lines and key bars on a log scale: ${range}${faded}`;
 }
 
 /**

@@ -62,11 +62,11 @@ describe("line opacity on the log scale", () => {
 
 describe("the log scale's legend", () => {
   it("says the range, and the fade when several heads share the panel", () => {
-    expect(scaleLegend("weight", 0.4, null, 1)).toBe("lines and key bars: log scale: 0.001 (clear) … 1 (full)");
+    expect(scaleLegend("weight", 0.4, null, 1)).toBe("lines and key bars on a log scale: 0.001 (clear) … 1 (full)");
     expect(scaleLegend("row", null, null, 1)).toContain("then ÷ each row's largest");
     const faded = scaleLegend("weight", null, null, 6.54);
     expect(faded).toContain("0.001 (clear) … 1 (full)");
-    expect(faded).toContain("line opacity = strength^6.5");
+    expect(faded).toContain("opacity = strength^6.5");
     expect(scaleLegend("weight", 0.4)).toBe("lines and key bars: the weight (full = 1)"); // log off: as before
   });
 });
