@@ -6,9 +6,9 @@ import { keepsKey } from "./keys";
 import { THEME_LABELS, VIEW_LABELS } from "./labels";
 import { offeredViews } from "./offered_views";
 import { THEMES } from "./selection";
+import { changedFields, clampToStream, streamShape } from "./stream_change";
 import { resolveTheme, watchHostTheme } from "./theme";
 import { defaultQuery, querySide, streamOf } from "./tokens";
-import { clampAnalysis } from "./views/head_analysis";
 import type { AppState, Cleanup, DataSource, Meta, Store, ViewContext, ViewName } from "./types";
 import { h, listeners } from "./views/common";
 import { comparedSide, compareToggle, comparisonSummary } from "./views/compare_toggle";
@@ -124,19 +124,16 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
     sides?.sync();
   }
 
-  /** Keep the selection inside the current stream's shape. */
+  /** Keep the selection inside the current stream's shape: Python's rule (js/stream_change.ts). */
+  let keptIn = store.get().stream; // the stream the selection was last kept inside
   function clamp(): void {
     const s = store.get();
     const sm = streamOf(meta, s.stream);
     const patch: Partial<AppState> = {};
     if (!meta.streams[s.stream]) patch.stream = Object.keys(meta.streams)[0] as string;
-    if (s.layer < 0 || s.layer >= sm.layers.length) patch.layer = 0;
-    const heads = s.heads.filter((x) => x >= 0 && x < sm.num_heads);
-    if (!heads.length || heads.length !== s.heads.length) patch.heads = heads.length ? heads : Array.from({ length: sm.num_heads }, (_, i) => i);
-    if (s.head < 0 || s.head >= sm.num_heads) patch.head = 0;
-    if (s.query != null && (s.query < 0 || s.query >= sm.q_len)) patch.query = null;
-    if (s.key != null && (s.key < 0 || s.key >= sm.k_len)) patch.key = null;
-    Object.assign(patch, clampAnalysis(s, sm));
+    const old = meta.streams[keptIn] ?? sm;
+    Object.assign(patch, changedFields(s, clampToStream(s, streamShape(meta, old), streamShape(meta, sm))));
+    keptIn = patch.stream ?? s.stream;
     store.set(patch);
   }
 

@@ -41,8 +41,11 @@ export const imageKey = (stream: string, layer: number): string => `image:${stre
 /** The pictures of `_meta.images`, one (height, width, 3) u8 array per image (`image0`, `image1`, ...). */
 export const pixelsKey = (stream: string): string => `pixels:${stream}`;
 
+/** One layer's segment × segment mass of every head (head view's segments mode; `_meta.segments`). */
+export const segmentsKey = (stream: string, layer: number): string => `segments:${stream}:${layer}`;
+
 /** Parts of each kind's key, kind included; a kind in `ROW_KINDS` may have one more (a first row, or pseudo's query). */
-const PARTS: Record<string, number> = { thumbs: 2, top: 3, attn: 4, qk: 4, stats: 2, pseudo: 3, tile: 7, image: 3, pixels: 2 };
+const PARTS: Record<string, number> = { thumbs: 2, top: 3, attn: 4, qk: 4, stats: 2, pseudo: 3, tile: 7, image: 3, pixels: 2, segments: 3 };
 const ROW_KINDS: readonly string[] = ["thumbs", "top", "pseudo"];
 
 /** Every chunk kind, in protocol order (encode/keys.py `KINDS`). */
@@ -90,22 +93,10 @@ export function parseChunkKey(key: string): ParsedKey | null {
 /** The `:`-separated parts of `key` without a comparison's side, unchecked (for words about any key). */
 export const keyParts = (key: string): string[] => key.slice(key.indexOf("/") + 1).split(":");
 
-/** The key of `parsed`, written by the builders above (a side's prefix included). */
+/** The key of `parsed` (encode/keys.py `ChunkKey.key`), a side's prefix included: any kind in `PARTS`. */
 export function writeChunkKey(p: ParsedKey): string {
-  const key = ((): string => {
-    const layer = p.layer ?? 0, head = p.head ?? 0;
-    switch (p.kind) {
-      case "thumbs": return thumbsKey(p.stream, p.firstRow ?? undefined);
-      case "top": return p.firstRow == null ? topKey(p.stream, layer) : topBlockKey(p.stream, layer, p.firstRow);
-      case "attn": return attnKey(p.stream, layer, head);
-      case "qk": return qkKey(p.stream, layer, head);
-      case "stats": return statsKey(p.stream);
-      case "pseudo": return p.firstRow == null ? pseudoKey(p.stream, layer) : queryRolloutKey(p.stream, layer, p.firstRow);
-      case "tile": { const [level, row, col] = p.tile ?? [0, 0, 0]; return tileKey(p.stream, layer, p.head ?? "mean", level, row, col); }
-      case "image": return imageKey(p.stream, layer);
-      case "pixels": return pixelsKey(p.stream);
-      default: throw new Error(`unknown chunk kind ${JSON.stringify(p.kind)}; use one of ${CHUNK_KINDS.join(", ")}`);
-    }
-  })();
-  return p.side === null ? key : sideKey(p.side, key);
+  const parts: (string | number)[] = [p.kind, p.stream];
+  if (p.tile) parts.push(p.layer ?? 0, p.head ?? "mean", ...p.tile);
+  else for (const x of [p.layer, p.head, p.firstRow]) if (x != null) parts.push(x);
+  return p.side === null ? parts.join(":") : sideKey(p.side, parts.join(":"));
 }

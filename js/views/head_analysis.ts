@@ -22,16 +22,6 @@ const PSEUDO_LABELS: Record<string, string> = { mean: "mean", rollout: "rollout"
 /** The pseudo-heads `sm` offers (none in pages written before they existed). */
 export const offeredPseudo = (sm: StreamMeta): string[] => sm.pseudo_heads ?? [];
 
-/** The analysis traits kept inside stream `sm` (the app's clamp on a stream change). */
-export function clampAnalysis(s: Selection, sm: StreamMeta): Partial<Selection> {
-  const patch: Partial<Selection> = {};
-  const queries = s.queries.filter((q) => q >= 0 && q < sm.q_len);
-  if (queries.length !== s.queries.length) patch.queries = queries;
-  const pseudo = s.pseudo_heads.filter((p) => offeredPseudo(sm).includes(p));
-  if (pseudo.length !== s.pseudo_heads.length) patch.pseudo_heads = pseudo;
-  return patch;
-}
-
 /** One side's tokens merged into words: joined labels, the first piece's kind and segment. */
 export function wordSide(side: Side, words: readonly number[]): Side {
   const n = wordCount(words);

@@ -44,6 +44,7 @@ from attnscope.encode.selection import (
     default_selection,
     views_of,
 )
+from attnscope.encode.stream_change import CLAMPED, clamp_to_stream, stream_shape
 from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
@@ -756,28 +757,14 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     @t.observe("stream")
     def _clamp_to_stream(self, change: t.Bunch) -> None:
-        new = self._stream()
         # The first assignment, in __init__, comes from the default name: nothing to move.
-        old = self._trace.streams.get(change["old"], new)
+        old_name = change["old"] if change["old"] in self._trace.streams else self.stream
+        # One rule with the browser's (encode/stream_change.py, js/stream_change.ts).
+        shapes = [stream_shape(self._trace, n) for n in (old_name, self.stream)]
+        clamped = clamp_to_stream({n: getattr(self, n) for n in CLAMPED}, *shapes)
         with self.hold_trait_notifications():
-            self.layer = min(self.layer, new.num_layers - 1)
-            self.heads = [h for h in self.heads if h < new.num_heads]
-            self.head = min(self.head, new.num_heads - 1)
-            if self.query is not None and (
-                old.query_side != new.query_side or self.query >= new.q_len
-            ):
-                self.query = None
-            if self.key is not None and (old.key_side != new.key_side or self.key >= new.k_len):
-                self.key = None
-            if old.query_side != new.query_side:
-                self.queries = []
-            else:
-                self.queries = [q for q in self.queries if q < new.q_len]
-            self.pseudo_heads = [p for p in self.pseudo_heads if p in pseudo_heads(new)]
-            if self.pair_filter != "all":
-                sides = {new.query_side, new.key_side}
-                if all(self._trace.tokens_for(s).segments is None for s in sides):
-                    self.pair_filter = "all"
+            for name, value in clamped.items():
+                setattr(self, name, value)
             if self._generation() is None:  # the generation is another stream's
                 self.step = None
                 self.generated_only = False
