@@ -28,9 +28,10 @@ def llava_next() -> tuple[Any, Any]:
     return vlm_models.llava_next()
 
 
+@pytest.mark.parametrize("family", ["llava_next", "llava_next_video"])
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_llava_next_tiles_unpadded_grid(llava_next: tuple[Any, Any], shape: str) -> None:
-    model, processor = llava_next
+def test_llava_next_tiles_unpadded_grid(family: str, shape: str) -> None:
+    model, processor = getattr(vlm_models, family)()
     size, grid, tiles = SHAPES[shape]
     picture = image(*size)
     trace = attnscope.capture(model, TEXT["llava_next"], images=picture, processor=processor)

@@ -21,7 +21,7 @@ def qwen() -> tuple[Any, Any]:
     return vlm_models.qwen2_vl()
 
 
-@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "glm4v"])
+@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "glm4v"])
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_qwen_vl_attention_and_merged_grid(family: str, shape: str) -> None:
     model, processor = getattr(vlm_models, family)()
@@ -45,8 +45,8 @@ def test_qwen_vl_attention_and_merged_grid(family: str, shape: str) -> None:
     assert len(placed) == h * w // merge**2
     assert region.pixels.shape == (h * 8, w * 8, 3)
     rows, cols = region.grid  # GLM-4V resizes 32 x 96 to 16 x 64: one row of merges
-    assert trace.tokens[placed[-1]] == f"img0 {rows - 1},{cols - 1}"
-    assert trace.tokens[placed[1]] == f"img0 {1 // cols},{1 % cols}"
+    assert trace.tokens[placed[-1]] == f"img0 r{rows - 1}c{cols - 1}"
+    assert trace.tokens[placed[1]] == f"img0 r{1 // cols}c{1 % cols}"
 
 
 def test_qwen2_vl_pixels_are_the_right_way_round(qwen: tuple[Any, Any]) -> None:

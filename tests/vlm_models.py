@@ -238,6 +238,38 @@ def glm4v() -> tuple[Any, Any]:
     return Glm4vForConditionalGeneration(config).eval(), processor
 
 
+@lru_cache(maxsize=1)
+def qwen3_vl_moe() -> tuple[Any, Any]:
+    """(model, processor): :func:`qwen3_vl` with a mixture-of-experts language model."""
+    from transformers import (
+        Qwen3VLMoeConfig,
+        Qwen3VLMoeForConditionalGeneration,
+        Qwen3VLProcessor,
+    )
+
+    tok, image_processor, tokens = _qwen_parts()
+    processor = _without_video(Qwen3VLProcessor)(image_processor=image_processor, tokenizer=tok)
+    rope = {"rope_type": "default", "mrope_section": [1, 1, 2], "mrope_interleaved": True}
+    experts = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16}
+    config = Qwen3VLMoeConfig(
+        text_config={
+            "vocab_size": len(tok),
+            "head_dim": 8,
+            "rope_scaling": rope,
+            **experts,
+            **TEXT_CONFIG,
+        },
+        vision_config={
+            **QWEN_VISION,
+            "num_position_embeddings": 64,
+            "deepstack_visual_indexes": [1],
+        },
+        **tokens,
+    )
+    torch.manual_seed(0)
+    return Qwen3VLMoeForConditionalGeneration(config).eval(), processor
+
+
 def image(height: int, width: int, seed: int = 0) -> np.ndarray[Any, Any]:
     """A random RGB uint8 image (height, width, 3)."""
     return np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
@@ -535,18 +567,11 @@ def llava_next() -> tuple[Any, Any]:
         LlavaNextForConditionalGeneration,
         LlavaNextProcessor,
     )
-    from transformers.models.llava_next.image_processing_pil_llava_next import (
-        LlavaNextImageProcessorPil,
-    )
 
-    pinpoints = [[32, 32], [32, 64], [64, 32], [64, 64]]
     tok = _tokenizer(["<image>"])
+    image_processor = anyres_image_processor()
     processor = LlavaNextProcessor(
-        image_processor=LlavaNextImageProcessorPil(
-            size={"shortest_edge": 32},
-            crop_size={"height": 32, "width": 32},
-            image_grid_pinpoints=pinpoints,
-        ),
+        image_processor=image_processor,
         tokenizer=tok,
         patch_size=8,
         vision_feature_select_strategy="default",
@@ -556,10 +581,55 @@ def llava_next() -> tuple[Any, Any]:
         vision_config=CLIPVisionConfig(**VISION_CONFIG),
         text_config=LlamaConfig(vocab_size=len(tok), **TEXT_CONFIG),
         image_token_index=tok.convert_tokens_to_ids("<image>"),
-        image_grid_pinpoints=pinpoints,
+        image_grid_pinpoints=image_processor.image_grid_pinpoints,
     )
     torch.manual_seed(0)
     return LlavaNextForConditionalGeneration(config).eval(), processor
+
+
+def anyres_image_processor() -> Any:
+    """LLaVA-NeXT's anyres image processor: 32-px tiles, 1 x 1 up to 2 x 2."""
+    from transformers.models.llava_next.image_processing_pil_llava_next import (
+        LlavaNextImageProcessorPil,
+    )
+
+    return LlavaNextImageProcessorPil(
+        size={"shortest_edge": 32},
+        crop_size={"height": 32, "width": 32},
+        image_grid_pinpoints=[[32, 32], [32, 64], [64, 32], [64, 64]],
+    )
+
+
+@lru_cache(maxsize=1)
+def llava_next_video() -> tuple[Any, Any]:
+    """(model, processor): :func:`llava_next`'s anyres images in LLaVA-NeXT-Video's classes."""
+    from transformers import (
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaNextVideoConfig,
+        LlavaNextVideoForConditionalGeneration,
+        LlavaNextVideoProcessor,
+    )
+
+    tok = _tokenizer(["<image>", "<video>"])
+    image_processor = anyres_image_processor()
+    processor = _without_video(LlavaNextVideoProcessor)(
+        image_processor=image_processor,
+        tokenizer=tok,
+        video_processor=None,
+        patch_size=8,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+    )
+    config = LlavaNextVideoConfig(
+        vision_config=CLIPVisionConfig(**VISION_CONFIG),
+        text_config=LlamaConfig(vocab_size=len(tok), **TEXT_CONFIG),
+        image_token_index=tok.convert_tokens_to_ids("<image>"),
+        video_token_index=tok.convert_tokens_to_ids("<video>"),
+        image_grid_pinpoints=image_processor.image_grid_pinpoints,
+    )
+    torch.manual_seed(0)
+    return LlavaNextVideoForConditionalGeneration(config).eval(), processor
 
 
 @lru_cache(maxsize=1)

@@ -18,12 +18,14 @@ READERS: dict[str, Reader] = {
     "glm4v": qwen2_vl,  # Qwen2-VL's patches, merges and image_grid_thw
     "llava": llava_any,  # CLIP-style grids, or Pixtral's
     "llava_next": llava_next,
+    "llava_next_video": llava_next,  # its images are LLaVA-NeXT's
     "llava_onevision": llava_onevision,
     "mistral3": pixtral,
     "paligemma": paligemma,
     "qwen2_vl": qwen2_vl,
     "qwen2_5_vl": qwen2_vl,
     "qwen3_vl": qwen2_vl,
+    "qwen3_vl_moe": qwen2_vl,
     "smolvlm": idefics3,  # Idefics3's tiles, overview and pixel shuffle
     "idefics3": idefics3,
 }
