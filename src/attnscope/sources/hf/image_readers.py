@@ -44,7 +44,7 @@ def read_layouts(
     >>> class Model:
     ...     config = Config()
     >>> read_layouts(Model(), None, {}, [])  # doctest: +ELLIPSIS
-    'attnscope has no layout reader for fuyu images yet (it reads gemma3, ...)'
+    'attnscope has no layout reader for fuyu images yet (it reads aya_vision, ...)'
     """
     model_type = str(model.config.model_type)
     reader = READERS.get(model_type)
