@@ -74,6 +74,21 @@ export interface Meta {
   generation?: GenerationMeta | null;
   /** A vision-language model's images (docs/protocol.md, "Images"); absent or null without images. */
   images?: ImagesMeta | null;
+  /** A widget made with `segments=`: the head view's segment rows (docs/protocol.md, "_meta"); absent or null otherwise. */
+  segments?: SegmentsMeta | null;
+}
+
+/** `_meta.segments`: how one stream's tokens are split into sentences, turns or given positions. */
+export interface SegmentsMeta {
+  stream: string;
+  /** "sentences", "turns" or "positions". */
+  by: string;
+  /** `[0, s1, ..., n]`: segment i is tokens edges[i] .. edges[i + 1] - 1. */
+  edges: number[];
+  /** Each segment's first words, cut short. */
+  labels: string[];
+  /** Each segment's hover text: its token range and text. */
+  titles: string[];
 }
 
 /** One grid of an image's tokens: the whole grid ("image") or an extra one ("overview"). */
@@ -168,6 +183,8 @@ export interface AppState extends Selection {
   theme_rev: number;
   /** A comparison's model view: cells by layer and head, or most changed first (absent: by layer). */
   grid_order?: "layers" | "divergence";
+  /** Head view of a widget with `_meta.segments`: rows are segments (absent: yes), or tokens. */
+  segment_rows?: boolean;
 }
 
 /** Array element types by bits: "i8" is a signed byte (a comparison's A − B). */

@@ -134,5 +134,5 @@ const fine = `rows ${a}:${b}`, words = "stop:";
 """
     assert len(js_strays(typescript)) == 3
     # A new kind is covered as soon as the key module lists it.
-    assert python_strays('x = f"segments:{s}:{l}"') == []
-    assert python_strays('x = f"segments:{s}:{l}"', (*KINDS, "segments"))
+    assert python_strays('x = f"heatmap:{s}:{l}"') == []
+    assert python_strays('x = f"heatmap:{s}:{l}"', (*KINDS, "heatmap"))

@@ -31,6 +31,7 @@ import {
   defaultLineScale, exportCaption, faintNotice, headOffsets, logFade, scaleControl, scaleLegend, type LineScale,
 } from "./head_scale";
 import { clearRows, placeRows, type TokenColumn } from "./head_tokens";
+import { segmentPanel, segmentRows, segmentToggle } from "./head_segments";
 import { diffLegend, paintSignedLines } from "./compare_head";
 import { signedColor } from "./compare_colors";
 
@@ -56,6 +57,10 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   const faint = faintNotice(L, () => { scale = "row"; chosen = false; scaleBox.select.value = "row"; sched.request(); });
   view.append(bar, status, faint.el, viewport);
   root.append(view);
+  // segments= (_meta.segments): rows are sentences or turns, in a panel of their own.
+  const segPanel = segmentPanel(meta, store, data, L, () => sched.request());
+  const segToggle = segmentToggle(meta, store, L);
+  view.append(segPanel.el);
 
   const st = (): AppState => store.get();
   const stream = () => streamOf(meta, st().stream);
@@ -230,6 +235,9 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   /** Draw now; `false` when the viewport has no width (hidden, or out of the page) and nothing was drawn. */
   function draw(): boolean {
     const t0 = performance.now();
+    segToggle.sync();
+    view.classList.toggle("is-segments", segmentRows(meta, st()));
+    if (segmentRows(meta, st())) return drawSegments(t0);
     const width = widthOf(viewport);
     if (!width) return false; // the scheduler tries again next frame, watchResize once it has a width
     if (revealPending) {
@@ -287,8 +295,22 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   }
   const sched = scheduler(draw);
 
+  /** Segment rows in place of token rows: the panel draws, the token rows wait hidden. */
+  function drawSegments(t0: number): boolean {
+    const width = widthOf(view);
+    if (!width) return false;
+    if (loadStatus) { setStatus(status, null); loadStatus = null; }
+    swatches.sync();
+    const drawn = segPanel.draw(width, colors, theme);
+    view.dataset.lines = segPanel.el.dataset.lines ?? "0";
+    view.dataset.drawMs = (performance.now() - t0).toFixed(1);
+    markDrawn(view, drawn);
+    return true;
+  }
+
   function load(): void {
     const s = st();
+    segPanel.load();
     top.show(s.stream, s.layer, stream());
     prefetched = false;
     loadPseudo();
@@ -350,7 +372,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
 
   const search = tokenSearch(L, () => display.sideQ.labels, () => rowOf(display.wordsQ, st().query) ?? -1,
     (row) => store.set({ query: tokenOf(display.startsQ, row) }));
-  bar.append(swatchBox, scaleBox.el, search);
+  bar.append(swatchBox, segToggle.el, scaleBox.el, search);
   // Long self-attention: the locked query's rollout, computed by Python for that query alone.
   let rolloutOn = false;
   let rollout: { key: string; chunk: Chunk | null } | null = null;
@@ -466,12 +488,13 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     if (changed.has("stream")) rebuildStream();
     else if (changed.has("words")) rebuildRows();
     if (changed.has("pseudo_heads")) loadPseudo();
-    if (changed.has("stream") || changed.has("layer")) load();
+    if (changed.has("stream") || changed.has("layer") || changed.has("segment_rows")) load();
     if (["stream", "layer", "query", "words"].some((k) => changed.has(k as keyof AppState))) loadRollout();
     if (changed.has("query") || changed.has("key")) reveal(changed.has("query") ? rowOf(display.wordsQ, st().query) : rowOf(display.wordsK, st().key));
     sched.request();
   });
   const unResize = watchResize(viewport, () => sched.request());
+  const unResizeSegments = watchResize(segPanel.el, () => sched.request()); // the token rows are hidden then
 
   rebuildStream();
   load();
@@ -481,6 +504,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
     steps?.stop();
     unsub();
     unResize();
+    unResizeSegments();
     unSave();
     L.clear();
     view.remove();

@@ -67,6 +67,7 @@ def embed_chunks(
     keys: Sequence[str] | None = None,
     encode: Encoder = encode_chunk,
     qk_dtype: str = "float16",
+    first: Sequence[str] = (),
 ) -> tuple[dict[str, Any], list[str]]:
     """Pack the chunks ``views`` need, in order of need, until ``max_bytes`` is reached.
 
@@ -80,6 +81,7 @@ def embed_chunks(
     ``qk_dtype`` is how the neuron view's q and k travel (:func:`save_html`).
     Streams that :func:`derived_streams` picks hold ``qk:`` chunks (with each
     row's largest weight, to check against) in place of ``top:`` and ``attn:``.
+    ``first`` are a widget's own chunks (its ``segments=``), packed before the trace's.
     """
     half = HALF_ARRAYS if _check_qk_dtype(qk_dtype) == "float16" else ()
     stream, layer = str(state["stream"]), int(state["layer"])
@@ -96,12 +98,12 @@ def embed_chunks(
             derived=set(),
         )[:2]
     derived = derived_streams(trace, views, max_bytes, half=bool(half))
-    planned = all_keys(trace, stream=stream, layer=layer, views=views, derived=derived)
+    planned = [*first, *all_keys(trace, stream=stream, layer=layer, views=views, derived=derived)]
     packed, notes, complete = _embed(
         trace, planned, max_bytes, compared=None, encode=encode, half=half, derived=derived
     )
     if derived and not complete:  # the q/k outgrew the estimate: the usual page instead
-        standard = all_keys(trace, stream=stream, layer=layer, views=views)
+        standard = [*first, *all_keys(trace, stream=stream, layer=layer, views=views)]
         return _embed(
             trace, standard, max_bytes, compared=None, encode=encode, half=half, derived=set()
         )[:2]
@@ -435,14 +437,26 @@ def page_html(
         encode = getattr(trace_or_widget, "_page_encode", encode_chunk)
     css = static_file("widget.css").read_text(encoding="utf-8")
     script = static_file("standalone.js").read_text(encoding="utf-8")
+    own = getattr(trace_or_widget, "_page_keys", None)  # a widget's segments= chunks
+    first = own(shown) if own is not None and keys is None and compared is None else []
     chunks, notes = embed_chunks(
-        trace, state, max_bytes, shown, compared, keys=keys, encode=encode, qk_dtype=qk_dtype
+        trace,
+        state,
+        max_bytes,
+        shown,
+        compared,
+        keys=keys,
+        encode=encode,
+        qk_dtype=qk_dtype,
+        first=first,
     )
     if compared is None:
         meta = build_meta(trace, embedded=True, notes=tuple(notes))
         shown_meta = getattr(trace_or_widget, "_meta", None)
         if isinstance(shown_meta, dict) and "statistics" in shown_meta:
             meta["statistics"] = shown_meta["statistics"]  # with a widget's scan= statistics
+        if isinstance(shown_meta, dict) and shown_meta.get("segments"):
+            meta["segments"] = shown_meta["segments"]  # a widget's segments=
         for name, block in _offered_blocks(trace, chunks).items():
             meta["streams"][name]["top_block"] = block
         if "neuron" in shown:

@@ -13,6 +13,7 @@ is taken as it is, a ``<column>_std`` column as its spread.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,17 @@ KEYS = ("input", "layer", "head")
 """Columns that say which head (and input) a row is, never statistics."""
 COUNTS = frozenset({"runs", "count", "steps"})
 """Columns of a per-head table that count, and are not ranked by."""
+INDEXES = frozenset({"top_segment"})
+"""Columns that name a place (``SegmentAttention.heads``' strongest segment), never ranked by."""
+KNOWN_COLUMNS: dict[str, tuple[str, str, str]] = {
+    "receiver": (
+        "receiver score (Thought Anchors)",
+        "kurtosis over segments b of vertical[b] = mean over segments a >= b + proximity of "
+        "mean[a, b] (the mean weight from a's tokens to b's)",
+        "Bogdan et al. 2025, Thought Anchors, section 4 (attnscope.segments)",
+    ),
+}
+"""Label, formula and source of table columns that are not head statistics."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +147,9 @@ def statistic_columns(frame: Any) -> list[str]:
     per_head = "input" not in columns
     chosen = []
     for name in columns:
-        if name in KEYS or (per_head and (name in COUNTS or name.endswith("_std"))):
+        if name in KEYS or name in INDEXES:
+            continue
+        if per_head and (name in COUNTS or name.endswith("_std")):
             continue
         if frame[name].dtype.kind in "fiu":
             chosen.append(name)
@@ -172,6 +186,8 @@ def _label(column: str, inputs: int | None, noun: str) -> tuple[str, str, str]:
     label = known.label if known else column
     formula = known.formula if known else f"the {column!r} column of the table"
     source = known.source if known else "the scan= table"
+    if column in KNOWN_COLUMNS:
+        label, formula, source = KNOWN_COLUMNS[column]
     if inputs is not None:
         label = f"{label}: mean over {inputs} {noun} (± spread across them)"
     return label, formula, source
@@ -286,12 +302,23 @@ class RankedChunkCache(ChunkCache):
     'scan:retrieval'
     """
 
-    def __init__(self, ranking: ScanRanking, max_bytes: int = 256 * 1024 * 1024) -> None:
+    def __init__(
+        self,
+        ranking: ScanRanking,
+        max_bytes: int = 256 * 1024 * 1024,
+        *,
+        served: Mapping[str, Callable[[ChunkKey], list[NamedArray]]] | None = None,
+    ) -> None:
         super().__init__(max_bytes)
         self.ranking = ranking
+        self.served = dict(served or {})
+        """Chunk kinds the widget serves itself (``segments``: its segments=), by kind."""
 
     def encode(self, trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
         """The chunk's arrays; the ranked stream's ``stats:`` with the scan's after its own."""
+        serve = self.served.get(key.kind)
+        if serve is not None:
+            return self.get(key.key, lambda: serve(key))
         if key.kind != "stats" or key.stream != self.ranking.stream:
             return super().encode(trace, key)
         return self.get(key.key, lambda: [*encode_chunk(trace, key), *self.ranking.arrays])

@@ -137,7 +137,10 @@ def _shown_keys(widget: ShownWidget) -> list[str]:
     stream, layer, head = widget.stream, widget.layer, widget.head
     if widget.view == "head":
         pseudo = [pseudo_key(stream, layer)] if widget.pseudo_heads else []
-        return [*_head_keys(widget), *pseudo]
+        # segments= opens the head view on segment rows: the current layer's chunk first.
+        own = getattr(widget, "_page_keys", None)
+        segmented = own(("head",))[:1] if own is not None else []
+        return [*segmented, *_head_keys(widget), *pseudo]
     if widget.view == "model":
         generation = generation_meta(widget.trace)
         rows = generation["prompt_length"] if generation and widget.generated_only else None

@@ -22,6 +22,7 @@ from attnscope.analysis.statistics import STATISTICS
 from attnscope.display.lifetime import close_when_cell_reruns, forget_in_history
 from attnscope.display.page import DEFAULT_MAX_BYTES, save_html
 from attnscope.display.scan_ranking import RankedChunkCache, ScanRanking, scan_ranking
+from attnscope.display.segmented import WidgetSegments, merged, widget_segments
 from attnscope.display.snapshot import saved_chunks, snapshot_bundle
 from attnscope.display.strongest import strongest_trace
 from attnscope.display.where_called import display_where_called, kernel_shell, shown_this_cell
@@ -95,6 +96,13 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         Each numeric column ``c`` becomes the statistic ``"scan:c"`` (see
         :attr:`scan_ranking`); ``rank_by`` starts on the first. Its layers and
         heads must be the trace's.
+    segments
+        Rows of the head view as segments: ``"sentences"``, ``"turns"`` (a chat's
+        turns) or the token positions where segments start, as the ``boundaries``
+        of :func:`attnscope.segments`, which is computed once here. The head view
+        then draws segment x segment lines (``mass``, per head) and a toggle
+        switches back to tokens; the model view offers each head's receiver score
+        (Thought Anchors) as the statistic ``"scan:receiver"``. See :attr:`segments`.
     view, stream, layer, heads, head, query, key, pair_filter, theme, compare_side,
     step, generated_only, rank_by, pseudo_heads, queries, words, hide_special, log_scale
         Initial trait values; see the traits. ``view`` defaults to the first
@@ -262,6 +270,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         *,
         views: Sequence[ViewName] | None = None,
         scan: Any = None,
+        segments: Any = None,
         **options: Any,
     ) -> None:
         if not isinstance(trace, AttentionTrace | AttentionComparison):
@@ -291,13 +300,23 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 "scan= ranks the heads of one trace, and this widget shows a comparison; "
                 "show one input with AttentionWidget(trace, scan=df)."
             )
+        if segments is not None and self._compared is not None:
+            raise AttnscopeTypeError(
+                "segments= splits one trace, and this widget shows a comparison; show one "
+                "input with AttentionWidget(trace, segments='sentences')."
+            )
         self._scan = scan
-        self._ranking = None if scan is None else scan_ranking(scan, shown)
+        self._segments: WidgetSegments | None = None
+        if segments is not None:
+            self._segments = widget_segments(shown, segments, stream=options.get("stream"))
+        scanned = None if scan is None else scan_ranking(scan, shown)
+        received = None if self._segments is None else self._segments.ranking(shown)
+        self._ranking = merged(scanned, received)
         self._cache = self._new_cache()
         # The starting stream follows the view opened (the neuron view needs q and k).
         state = default_selection(trace, options.get("view") or self._views[0])
-        if self._ranking is not None:
-            state["rank_by"] = self._ranking.names[0]
+        if scanned is not None:
+            state["rank_by"] = scanned.names[0]
         if self._compared is not None:
             state["compare_side"] = "diff"
         state.update({k: v for k, v in options.items() if v is not None or k in ("query", "key")})
@@ -318,6 +337,8 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         meta = build_meta(trace) if self._compared is None else self._compared.meta()
         if self._ranking is not None:
             meta["statistics"] = [*meta["statistics"], *self._ranking.statistics]
+        if self._segments is not None:
+            meta["segments"] = self._segments.meta
         super().__init__(_meta={**meta, "views": list(self._views)}, **state)
         self.on_msg(self._on_message)
 
@@ -398,14 +419,42 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     def _new_cache(self) -> ChunkCache:
         ranking = getattr(self, "_ranking", None)  # None too when __init__ refused its input
-        return ChunkCache() if ranking is None else RankedChunkCache(ranking)
+        found = getattr(self, "_segments", None)
+        served = {} if found is None else {"segments": found.arrays}
+        return ChunkCache() if ranking is None else RankedChunkCache(ranking, served=served)
 
     def _page_encode(self, trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
         # What an exported page of this widget embeds (page_html looks for this): a scan's
-        # statistics join the stats: chunk, as in the live widget; nothing else is cached.
-        if isinstance(self._cache, RankedChunkCache) and key.kind == "stats":
+        # statistics join the stats: chunk, as in the live widget, and segments= serves its
+        # segments: chunks; nothing else is cached.
+        if isinstance(self._cache, RankedChunkCache) and key.kind in ("stats", "segments"):
             return self._cache.encode(trace, key)
         return encode_chunk(trace, key)
+
+    def _page_keys(self, views: Sequence[str]) -> list[str]:
+        # The chunks of this widget's own a page holds besides the trace's (page_html looks
+        # for this): with the head view, every layer's segments, the current layer first.
+        if self._segments is None or "head" not in views:
+            return []
+        return self._segments.keys(self.layer if self.stream == self._segments.stream else 0)
+
+    @property
+    def segments(self) -> WidgetSegments | None:
+        """The ``segments=`` this widget shows (head view rows, receiver ranking); None without.
+
+        ``.found`` is :func:`attnscope.segments` of the trace, ``.meta`` what the
+        browser reads (``_meta["segments"]``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from attnscope import AttentionTrace, AttentionWidget
+        >>> t = AttentionTrace(["Hi", ".", "Yes", "!"], np.full((1, 2, 4, 4), 0.25, np.float32))
+        >>> w = AttentionWidget(t, segments="sentences")
+        >>> w.segments.meta["labels"], w.scan_ranking.names
+        (['Hi.', 'Yes!'], ['scan:receiver'])
+        """
+        return self._segments
 
     @property
     def scan(self) -> Any:

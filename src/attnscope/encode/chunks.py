@@ -174,6 +174,11 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
     [('weight', 'uint8', (2, 2)), ('rowmax', 'float32', (2,))]
     """
     stream = trace.streams[key.stream]
+    if key.kind == "segments":  # a widget's segments= serves these (display/segmented.py)
+        raise AttnscopeError(
+            f"{key.key!r}: segment chunks come from a widget made with segments=, e.g. "
+            "AttentionWidget(trace, segments='sentences') (or 'turns', or token positions)."
+        )
     if key.kind == "thumbs":
         first = key.first_row or 0
         shape = thumb_shape(stream, first)

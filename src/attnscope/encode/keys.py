@@ -6,7 +6,8 @@ A key names one chunk of a trace (``docs/protocol.md``, "Chunks"):
 ``qk:<stream>:<layer>:<head>``, ``stats:<stream>``, ``pseudo:<stream>:<layer>``
 (or ``pseudo:<stream>:<layer>:<query>``) and
 ``tile:<stream>:<layer>:<head|mean>:<level>:<row>:<col>``, and the image view's
-``image:<stream>:<layer>`` and ``pixels:<stream>``; a comparison puts its
+``image:<stream>:<layer>`` and ``pixels:<stream>``, and a segmented widget's
+``segments:<stream>:<layer>``; a comparison puts its
 side before any of them (``a/``, ``b/``, ``diff/``). This module only knows the
 shape of a key; whether a trace has the chunk is :func:`attnscope.encode.chunks.parse_key`'s
 question. Everything else builds keys with :class:`ChunkKey` or the functions
@@ -20,7 +21,9 @@ from typing import Literal, get_args
 
 from attnscope.errors import AttnscopeError
 
-ChunkKind = Literal["thumbs", "top", "attn", "qk", "stats", "pseudo", "tile", "image", "pixels"]
+ChunkKind = Literal[
+    "thumbs", "top", "attn", "qk", "stats", "pseudo", "tile", "image", "pixels", "segments"
+]
 
 KINDS: tuple[ChunkKind, ...] = get_args(ChunkKind)
 """Every chunk kind, in protocol order."""
@@ -38,6 +41,7 @@ SHAPES: dict[ChunkKind, str] = {
     "tile": "tile:<stream>:<layer>:<head|mean>:<level>:<row>:<col>",
     "image": "image:<stream>:<layer>",
     "pixels": "pixels:<stream>",
+    "segments": "segments:<stream>:<layer>",
 }
 """How each kind's keys are written, for error messages."""
 
@@ -51,6 +55,7 @@ _PARTS: dict[ChunkKind, int] = {
     "tile": 7,
     "image": 3,
     "pixels": 2,
+    "segments": 3,
 }
 _ROW_KINDS = ("thumbs", "top", "pseudo")  # one more part: a first row (pseudo: a query)
 
@@ -275,3 +280,14 @@ def pixels_key(stream: str) -> str:
     'pixels:self'
     """
     return ChunkKey("pixels", stream).key
+
+
+def segments_key(stream: str, layer: int) -> str:
+    """One layer's segment x segment mass of every head (head view, segments mode).
+
+    Examples
+    --------
+    >>> segments_key("self", 2)
+    'segments:self:2'
+    """
+    return ChunkKey("segments", stream, layer).key

@@ -36,9 +36,14 @@ SELECTION_FIELDS: tuple[str, ...] = tuple(_SCHEMA["fields"])
 """The synced selection traits, in protocol order."""
 SELECTION_DOCS: dict[str, str] = {k: str(v["doc"]) for k, v in _SCHEMA["fields"].items()}
 """One sentence per selection field, as ``docs/protocol.md`` gives it."""
-WIDGET_OPTIONS: tuple[str, ...] = ("views", "scan", *(f for f in SELECTION_FIELDS if f != "view"))
+WIDGET_OPTIONS: tuple[str, ...] = (
+    "views",
+    "scan",
+    "segments",
+    *(f for f in SELECTION_FIELDS if f != "view"),
+)
 """Keywords :class:`~attnscope.AttentionWidget` takes besides ``view`` (``scan``: a table of
-heads to rank by)."""
+heads to rank by; ``segments``: sentences, turns or positions as head-view rows)."""
 
 
 def views_of(trace: AttentionTrace | None) -> tuple[ViewName, ...]:

@@ -1,0 +1,96 @@
+"""The head view's segments mode: ``_meta.segments`` and the ``segments:<stream>:<layer>`` chunk.
+
+A widget made with ``segments=`` (sentences, chat turns or token positions;
+the ``boundaries`` of :func:`attnscope.segments`) draws rows that are segments:
+``_meta.segments`` says where each starts and how to label it, and the chunk
+of a layer holds :attr:`~attnscope.analysis.segments.SegmentAttention.mass`
+of every head, f32 ``(heads, S, S)`` (``docs/protocol.md``, "Chunks"). Segments
+are few (a sentence is tens of tokens), so the chunk is small and exact.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from attnscope.analysis.segments import SegmentAttention
+from attnscope.analysis.words import word_ids
+from attnscope.encode.arrays import NamedArray
+from attnscope.trace import Tokens
+
+LABEL_WORDS = 6
+"""Words of a segment its label shows."""
+LABEL_CHARS = 36
+"""Longest label; a longer one is cut with an ellipsis (the hover shows more)."""
+TITLE_CHARS = 200
+"""Longest text of a segment its hover shows."""
+
+
+def segment_text(tokens: Tokens, first: int, stop: int, words: int | None = None) -> str:
+    """The text of tokens ``first .. stop - 1``: pieces joined into words, words by spaces.
+
+    Special and padding tokens are left out (a segment of nothing else shows
+    them). ``words`` keeps the first that many words.
+
+    Examples
+    --------
+    >>> t = Tokens.from_strings(["[CLS]", "the", "play", "##ing", "cat", "."])
+    >>> segment_text(t, 0, 6), segment_text(t, 0, 6, words=2)
+    ('the playing cat.', 'the playing')
+    """
+    ids = word_ids(tokens)
+    kinds, labels = tokens.kinds, tokens.labels
+    chosen = [i for i in range(first, stop) if kinds[i] == "token"] or list(range(first, stop))
+    pieces: list[str] = []
+    previous = None
+    for i in chosen:
+        label = labels[i].replace("\\n", " ").replace("\u2423", " ").strip()
+        if not label:
+            continue
+        glued = ids[i] == previous or (pieces and label in ".,;:!?)'\"")
+        pieces[-1:] = [pieces[-1] + label] if glued and pieces else [*pieces[-1:], label]
+        previous = ids[i]
+    if words is not None:
+        pieces = pieces[:words]
+    return " ".join(pieces)
+
+
+def _cut(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1].rstrip() + "\u2026"
+
+
+def segments_meta(found: SegmentAttention, tokens: Tokens, stream: str, by: str) -> dict[str, Any]:
+    """``_meta.segments``: the stream, how it was split, edges, labels and hover titles.
+
+    Examples
+    --------
+    >>> from attnscope import AttentionTrace, segments
+    >>> t = AttentionTrace(["Hi", ".", "Yes", "!"], np.full((1, 1, 4, 4), 0.25, np.float32))
+    >>> m = segments_meta(segments(t, "sentences"), t.source, "self", "sentences")
+    >>> m["edges"], m["labels"], m["titles"][1]
+    ([0, 2, 4], ['Hi.', 'Yes!'], 'tokens 2–3: Yes!')
+    """
+    edges = [int(e) for e in found.edges]
+    labels, titles = [], []
+    for first, stop in pairwise(edges):
+        labels.append(_cut(segment_text(tokens, first, stop, LABEL_WORDS), LABEL_CHARS))
+        text = _cut(segment_text(tokens, first, stop), TITLE_CHARS)
+        titles.append(f"tokens {first}\u2013{stop - 1}: {text}")
+    return {"stream": stream, "by": by, "edges": edges, "labels": labels, "titles": titles}
+
+
+def segment_arrays(found: SegmentAttention, position: int) -> list[NamedArray]:
+    """The ``segments:`` chunk of layer position ``position``: ``mass`` f32 ``(heads, S, S)``.
+
+    NaN marks a segment with no counted query (padding only).
+
+    Examples
+    --------
+    >>> from attnscope import AttentionTrace, segments
+    >>> t = AttentionTrace(list("abcd"), np.full((2, 3, 4, 4), 0.25, np.float32))
+    >>> [(n, a.shape) for n, a in segment_arrays(segments(t, [2]), 1)]
+    [('mass', (3, 2, 2))]
+    """
+    return [("mass", np.ascontiguousarray(found.mass[position], dtype=np.float32))]
