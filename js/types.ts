@@ -1,4 +1,5 @@
-// Shapes shared by the glue, the host and the views (see docs/protocol.md).
+// Shapes shared by the glue, the host and the views (see docs/protocol.md). The `_meta`
+// interfaces mirror src/attnscope/encode/meta_types.py field for field (tests/test_wire_meta_types.py).
 
 export type TokenKind = "token" | "special" | "padding";
 

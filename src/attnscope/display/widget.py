@@ -334,7 +334,10 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if not options.get("heads"):
             # Spelled out: a value equal to the trait default would skip validation.
             state["heads"] = list(range(trace.streams[state["stream"]].num_heads))
-        meta = build_meta(trace) if self._compared is None else self._compared.meta()
+        # A widget's own entries (a scan's statistics, segments) join the typed _meta here.
+        meta: dict[str, Any] = dict(
+            build_meta(trace) if self._compared is None else self._compared.meta()
+        )
         if self._ranking is not None:
             meta["statistics"] = [*meta["statistics"], *self._ranking.statistics]
         if self._segments is not None:

@@ -24,6 +24,7 @@ from attnscope.analysis.rollout import rollout_step, stream_rollout_rows
 from attnscope.analysis.statistics import STATISTICS, TokenSets, stack_layers
 from attnscope.analysis.words import word_ids
 from attnscope.encode.arrays import F32Array, NamedArray, quantize_rows, top_keys
+from attnscope.encode.meta_types import StatisticMeta
 from attnscope.trace import AttentionStream, AttentionTrace
 from attnscope.trace import stream as stream_module
 
@@ -160,7 +161,7 @@ def query_rollout_arrays(
     return [("index", index), ("weight", weight), ("rowmax", rowmax)]
 
 
-def statistics_meta() -> list[dict[str, str]]:
+def statistics_meta() -> list[StatisticMeta]:
     """Each statistic's name, label, formula and source, in ``stats:`` chunk order (for ``_meta``).
 
     Examples

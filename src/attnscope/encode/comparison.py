@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain, zip_longest
-from typing import Any
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from attnscope.encode.arrays import NamedArray
 from attnscope.encode.chunks import ChunkCache, all_keys, encode_chunk, parse_key
 from attnscope.encode.keys import ANALYSIS_KINDS, ChunkKey, kind_of, side_key, split_side, top_key
 from attnscope.encode.meta import build_meta, mend_strings, stream_top_k, thumb_shape
+from attnscope.encode.meta_types import ComparisonMeta, Meta
 from attnscope.encode.selection import COMPARE_SIDES, VIEWS, CompareSide, ViewName, check_views
 from attnscope.encode.signed import signed_rows, signed_thumbnails, signed_top_keys
 from attnscope.errors import AttnscopeError
@@ -165,14 +165,14 @@ class ComparisonChunks:
         interleaved = (k for k in chain.from_iterable(zip_longest(*lists)) if k is not None)
         return [k for k in interleaved if kind_of(k) not in ANALYSIS_KINDS]
 
-    def meta(self, *, embedded: bool = False, notes: tuple[str, ...] = ()) -> dict[str, Any]:
+    def meta(self, *, embedded: bool = False, notes: tuple[str, ...] = ()) -> Meta:
         """``_meta`` of the aligned tokens, with the ``comparison`` entry (``docs/protocol.md``)."""
         c = self.comparison
         meta = build_meta(self.a, embedded=embedded, notes=(*self._alignment_notes(), *notes))
         meta["title"] = f"A vs B · {meta['title']}"
         for described in meta["streams"].values():
             described["top_block"] = None  # A − B is formed a whole layer at a time
-        meta["comparison"] = {  # A's and B's tokens, as valid Unicode like the rest of _meta
+        compared: ComparisonMeta = {  # A's and B's tokens, valid Unicode like the rest of _meta
             "a": mend_strings(c.a.source.to_json()),
             "b": mend_strings(c.b.source.to_json()),
             "alignment": [list(pair) for pair in c.alignment],
@@ -181,12 +181,13 @@ class ComparisonChunks:
         }
         for name, stream in self.a.streams.items():
             divergence = c.divergence(name)
-            meta["comparison"]["divergence"][name] = [
+            compared["divergence"][name] = [
                 [None if np.isnan(v) else float(v) for v in row] for row in divergence
             ]
-            meta["comparison"]["ranking"][name] = [
+            compared["ranking"][name] = [
                 [stream.layer_position(h.layer), h.head] for h in c.ranking(name)
             ]
+        meta["comparison"] = compared
         return meta
 
     def _alignment_notes(self) -> list[str]:

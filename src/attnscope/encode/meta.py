@@ -7,7 +7,7 @@ Tokens, streams and their shapes, what the neuron view can show, notes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from attnscope.encode.analysis_chunks import (
     statistics_meta,
 )
 from attnscope.encode.image_chunks import images_meta
+from attnscope.encode.meta_types import GenerationMeta, ImagesMeta, Meta, SideMeta, StreamMeta
 from attnscope.trace import AttentionStream, AttentionTrace, Tokens
 from attnscope.trace.labels import continues_word, mend_surrogates
 
@@ -56,7 +57,7 @@ def thumb_shape(stream: AttentionStream, first_row: int = 0) -> tuple[int, int]:
     return min(stream.q_len - first_row, THUMB_SIZE), min(stream.k_len, THUMB_SIZE)
 
 
-def generation_meta(trace: AttentionTrace) -> dict[str, Any] | None:
+def generation_meta(trace: AttentionTrace) -> GenerationMeta | None:
     """``_meta.generation``: where the prompt ends in a trace of a generation, else None.
 
     The stream it applies to is the one over the source tokens, prompt and
@@ -126,7 +127,7 @@ def stream_top_block(stream: AttentionStream) -> int:
 
 def build_meta(
     trace: AttentionTrace, *, embedded: bool = False, notes: tuple[str, ...] = ()
-) -> dict[str, Any]:
+) -> Meta:
     r"""Build the protocol's ``_meta`` dict: everything small about ``trace``.
 
     Every string is valid Unicode: a lone surrogate in a token (which a
@@ -153,7 +154,7 @@ def build_meta(
     ['�']
     """
     streams = {name: _stream_meta(name, s, embedded=embedded) for name, s in trace.streams.items()}
-    sides: dict[str, dict[str, Any] | None] = {
+    sides: dict[str, SideMeta | None] = {
         "source": side_json(trace.source),
         "target": None if trace.target is None else side_json(trace.target),
     }
@@ -161,21 +162,19 @@ def build_meta(
         described = sides[side]
         if described is not None:
             described["words"] = words
-    meta: dict[str, Any] = mend_strings(
-        {
-            "protocol": PROTOCOL_VERSION,
-            "title": title(trace),
-            "sides": sides,
-            "streams": streams,
-            "statistics": statistics_meta(),
-            "neuron_unavailable": _neuron_unavailable(trace),
-            "generation": generation_meta(trace),
-            "images": images_meta(trace),
-            "notes": [*trace.notes, *notes],
-            "embedded": embedded,
-        }
-    )
-    return meta
+    meta: Meta = {
+        "protocol": PROTOCOL_VERSION,
+        "title": title(trace),
+        "sides": sides,
+        "streams": streams,
+        "statistics": statistics_meta(),
+        "neuron_unavailable": _neuron_unavailable(trace),
+        "generation": generation_meta(trace),
+        "images": cast("ImagesMeta | None", images_meta(trace)),
+        "notes": [*trace.notes, *notes],
+        "embedded": embedded,
+    }
+    return cast(Meta, mend_strings(meta))
 
 
 def mend_strings(value: Any) -> Any:
@@ -195,7 +194,7 @@ def mend_strings(value: Any) -> Any:
     return value
 
 
-def side_json(tokens: Tokens) -> dict[str, Any]:
+def side_json(tokens: Tokens) -> SideMeta:
     """One side's tokens for the views, with which pieces continue a word (``continues``).
 
     Examples
@@ -204,7 +203,13 @@ def side_json(tokens: Tokens) -> dict[str, Any]:
     >>> side_json(Tokens.from_strings(["[CLS]", "un", "##bel", "[SEP]"]))["continues"]
     [False, False, True, False]
     """
-    return {**tokens.to_json(), "continues": continues_word(tokens.raw, tokens.kinds)}
+    return {
+        "labels": list(tokens.labels),
+        "raw": list(tokens.raw),
+        "kinds": list(tokens.kinds),
+        "segments": None if tokens.segments is None else list(tokens.segments),
+        "continues": continues_word(tokens.raw, tokens.kinds),
+    }
 
 
 SOURCE_WORDS = {
@@ -254,9 +259,9 @@ def _source_name(metadata: Mapping[str, Any]) -> str:
     return SOURCE_WORDS.get(source, source or "attention")
 
 
-def _stream_meta(name: str, stream: AttentionStream, *, embedded: bool) -> dict[str, Any]:
+def _stream_meta(name: str, stream: AttentionStream, *, embedded: bool) -> StreamMeta:
     rows, cols = thumb_shape(stream)
-    return {
+    described: StreamMeta = {
         "label": STREAM_LABELS.get(name, name),
         "query_side": stream.query_side,
         "key_side": stream.key_side,
@@ -276,9 +281,11 @@ def _stream_meta(name: str, stream: AttentionStream, *, embedded: bool) -> dict[
         # The exported page embeds whole-layer top: chunks and answers nothing else.
         "top_block": None if embedded else stream_top_block(stream),
         "pseudo_heads": pseudo_heads(stream),
-        # The live head view: the rollout of its locked query (pseudo:<s>:<l>:<query>), long inputs.
-        **({"rollout_query": True} if not embedded and offers_query_rollout(stream) else {}),
     }
+    if not embedded and offers_query_rollout(stream):
+        # The live head view: the rollout of its locked query (one pseudo: row), long inputs.
+        described["rollout_query"] = True
+    return described
 
 
 def _neuron_unavailable(trace: AttentionTrace) -> str | None:
