@@ -45,7 +45,7 @@ def test_llava_attention_and_grid(llava: tuple[Any, Any], shape: str) -> None:
     assert len(placed) == 16
     assert region.tiles is None
     assert region.extra == {}
-    assert trace.tokens[placed[5]] == "img0 1,1"  # cell 5 of a 4-wide grid
+    assert trace.tokens[placed[5]] == "img0 r1c1"  # cell 5 of a 4-wide grid
     assert region.pixels.shape == (32, 32, 3)
     assert region.pixels.dtype == np.uint8
     assert trace.notes == []

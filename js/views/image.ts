@@ -90,6 +90,7 @@ export function renderImageView(ctx: ViewContext): Cleanup {
     return q != null && images.queries.includes(q) ? q : (images.queries[images.queries.length - 1] ?? 0);
   };
 
+  const firstImageToken = Math.min(...images.images.flatMap((im) => im.grids.flatMap((gr) => gr.positions)));
   let theme: ThemeColors = readTheme(root, store.get().resolved_theme === "dark");
   const layout = layoutPanels(images);
   const pixelKey = pixelsKey(images.stream);
@@ -142,7 +143,10 @@ export function renderImageView(ctx: ViewContext): Cleanup {
     const d = rowsOf(chunk);
     if (!hit || !d) { hover.replaceChildren(hit ? "" : "Hover a patch to see which text tokens attend to it most."); hover.dataset.tokens = ""; return; }
     const { panel, row, col, column } = hit;
-    const top = topQueries(d, heads(), column, HOVER_TOP);
+    // Words, not the markers a processor puts around images, when any word looks at the patch.
+    const ranked = topQueries(d, heads(), column, d.queries);
+    const words = ranked.filter((e) => side.kinds[images.queries[e.row] ?? 0] === "token");
+    const top = (words.length ? words : ranked).slice(0, HOVER_TOP);
     const parts: (string | Node)[] = [`img${panel.image} r${row}c${col}${panel.grid ? ` (${panel.title.split(" · ")[1] ?? ""})` : ""}: `];
     if (!top.length) parts.push("no text token attends to it");
     else parts.push("most attended by ");
@@ -159,7 +163,9 @@ export function renderImageView(ctx: ViewContext): Cleanup {
     const layerNo = sm.layers[s.layer] ?? s.layer;
     let total = 0;
     if (w) for (const v of w) total += v;
-    const share = w ? ` · ${(total * 100).toFixed(total < 0.01 ? 2 : 1)}% of its attention on the image${images.images.length > 1 ? "s" : ""}` : "";
+    const pics = images.images.length > 1 ? "images" : "image";
+    const before = q < firstImageToken && total === 0 ? ` (it comes before the ${pics}: a causal model's token sees only earlier ones)` : "";
+    const share = w ? ` · ${(total * 100).toFixed(total < 0.01 ? 2 : 1)}% of its attention on the ${pics}${before}` : "";
     info.replaceChildren(`layer ${layerNo} · ${headWords()} · query `, "\u201C", labelElement(side.labels[q] ?? ""), `\u201D (#${q})${share}`);
     const stale = s.query != null && !images.queries.includes(s.query);
     if (stale) info.append(` (token #${s.query} is an image token: the last text token is shown)`);
@@ -179,6 +185,8 @@ export function renderImageView(ctx: ViewContext): Cleanup {
     writeHover();
     step?.sync();
     view.dataset.query = String(query());
+    // Where each grid is drawn (CSS px in the canvas: x, y, w, h, rows, cols), for tests and tools.
+    canvas.dataset.panels = JSON.stringify(layout.panels.map((q) => [q.x, q.y, q.w, q.h, q.rows, q.cols]));
     view.dataset.layer = String(store.get().layer);
     markDrawn(view, !!rowsOf(chunk) && pixels.every(Boolean));
     return true;

@@ -98,12 +98,26 @@ export function topQueries(d: ImageRows, heads: readonly number[], c: number, k:
   return all.filter((e) => e.weight > 0).sort((a, b) => b.weight - a.weight || a.row - b.row).slice(0, k);
 }
 
-/** The largest of `w[from .. from + count)` (0 when empty). */
-export function maxOf(w: Float32Array, from: number, count: number): number {
-  let m = 0;
-  for (let i = from; i < from + count; i++) m = Math.max(m, w[i] as number);
-  return m;
+/** The smallest and largest of `w[from .. from + count)` (both 0 when empty). */
+export function rangeOf(w: Float32Array, from: number, count: number): { min: number; max: number } {
+  if (count <= 0) return { min: 0, max: 0 };
+  let min = Infinity, max = -Infinity;
+  for (let i = from; i < from + count; i++) { const v = w[i] as number; min = Math.min(min, v); max = Math.max(max, v); }
+  return { min, max };
 }
+
+/**
+ * Where weight `v` sits between a grid's smallest and largest weight (0..1): the heat of
+ * its cell. A grid whose weights are all equal is all 1 when they are above 0, else all 0.
+ */
+export function heatOf(v: number, range: { min: number; max: number }): number {
+  const span = range.max - range.min;
+  if (!(span > 0)) return range.max > 0 ? 1 : 0;
+  return Math.max(0, Math.min(1, (v - range.min) / span));
+}
+
+/** How bright the picture stays under no heat: dimmed, so that the heat stands out. */
+export const PICTURE_KEPT = 0.6;
 
 /** Stops of the heat ramp (magma-like: dark purple → red → yellow), t in 0..1. */
 const STOPS: RGB[] = [[40, 11, 84], [140, 41, 129], [222, 73, 104], [254, 159, 109], [252, 253, 191]];
@@ -117,14 +131,14 @@ export function heatColor(t: number): RGB {
 }
 
 /** How much of the picture the heat covers at t: none at 0, most of it at the grid's largest weight. */
-export const heatAlpha = (t: number): number => (t > 0 ? 0.15 + 0.7 * Math.sqrt(Math.min(1, t)) : 0);
+export const heatAlpha = (t: number): number => (t > 0 ? 0.1 + 0.65 * Math.sqrt(Math.min(1, t)) : 0);
 
 /**
  * A picture pixel under the heatmap at t (a cell's weight ÷ the grid's largest): the
- * picture dimmed to 45 %, the heat colour laid over it with `heatAlpha(t)`; t = 0 leaves
- * the dimmed picture, so where the query does not look the picture still shows.
+ * picture dimmed to PICTURE_KEPT, the heat colour laid over it with `heatAlpha(t)`; t = 0
+ * leaves the dimmed picture, so where the query does not look the picture still shows.
  */
 export function overlay(pixel: RGB, t: number): RGB {
   const a = heatAlpha(t), c = heatColor(t);
-  return [0, 1, 2].map((k) => Math.round((pixel[k] as number) * 0.45 * (1 - a) + (c[k] as number) * a)) as RGB;
+  return [0, 1, 2].map((k) => Math.round((pixel[k] as number) * PICTURE_KEPT * (1 - a) + (c[k] as number) * a)) as RGB;
 }

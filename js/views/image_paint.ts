@@ -5,11 +5,12 @@ import { hex, type RGB, type ThemeColors } from "../colors";
 import { imageLabel } from "../label_text";
 import type { Painter, Picture } from "../paint/painter";
 import type { NDArray } from "../types";
-import { CAPTION_H, heatAlpha, heatColor, maxOf, type Hit, type Layout, type Panel } from "./image_geometry";
+import { fmt } from "./common";
+import { CAPTION_H, heatAlpha, heatColor, heatOf, PICTURE_KEPT, rangeOf, type Hit, type Layout, type Panel } from "./image_geometry";
 
 /** Height of the legend under the panels. */
 export const LEGEND_H = 34;
-const RAMP_W = 160;
+const RAMP_W = 200;
 
 export interface ImagePaintState {
   layout: Layout;
@@ -21,17 +22,17 @@ export interface ImagePaintState {
   hover: Hit | null;
 }
 
-/** A panel's pixels: the picture, under the heat of each cell (t = weight ÷ the grid's largest). */
+/** A panel's pixels: the picture, under the heat of each cell (its weight between the grid's smallest and largest). */
 function panelFill(panel: Panel, picture: NDArray | null, weights: Float32Array | null, theme: ThemeColors) {
   const cells = panel.rows * panel.cols;
-  const max = weights ? maxOf(weights, panel.column, cells) : 0;
+  const range = weights ? rangeOf(weights, panel.column, cells) : { min: 0, max: 0 };
   // Per cell once: the heat colour premultiplied by its alpha, and what is left of the picture.
   const heat = new Float32Array(cells * 3), keep = new Float32Array(cells).fill(1);
   if (weights) {
     for (let c = 0; c < cells; c++) {
-      const t = max > 0 ? (weights[panel.column + c] as number) / max : 0;
+      const t = heatOf(weights[panel.column + c] as number, range);
       const a = heatAlpha(t), col = heatColor(t);
-      keep[c] = 0.45 * (1 - a);
+      keep[c] = PICTURE_KEPT * (1 - a);
       for (let k = 0; k < 3; k++) heat[c * 3 + k] = (col[k] as number) * a;
     }
   }
@@ -74,23 +75,23 @@ function gridLines(p: Painter, panel: Panel): void {
   }
 }
 
-/** The legend: the ramp from the dimmed picture (weight 0) to the grid's largest weight. */
+/** The legend: the ramp from a grid's smallest weight (the picture dimmed) to its largest. */
 function legend(p: Painter, y: number, theme: ThemeColors): void {
   const fg = hex(theme.fg), steps = 64, w = RAMP_W / steps;
   for (let i = 0; i < steps; i++) {
     const t = i / (steps - 1), a = heatAlpha(t), c = heatColor(t);
-    const base = 0.45 * (1 - a) * 128; // over a mid-grey picture
+    const base = PICTURE_KEPT * (1 - a) * 128; // over a mid-grey picture
     p.rect(i * w, y + 4, w + 0.5, 10, hex(c.map((v) => base + v * a) as RGB));
   }
-  p.text(0, y + 18, "0", fg, "left", "top");
-  p.text(RAMP_W, y + 18, "each grid's largest weight", fg, "right", "top");
-  p.text(RAMP_W + 12, y + 9, "colour: the query's attention to each patch (heads as chosen above)", fg, "left", "middle");
+  p.text(0, y + 18, "smallest", fg, "left", "top");
+  p.text(RAMP_W, y + 18, "largest", fg, "right", "top");
+  p.text(RAMP_W + 12, y + 9, "colour: the query's attention to each patch, from its grid's smallest weight to its largest (range above it)", fg, "left", "middle");
 }
 
 /** The whole picture of the image view. */
 export function imagePicture(s: ImagePaintState): Picture {
   const { layout, theme } = s;
-  const width = Math.max(layout.width, RAMP_W + 420);
+  const width = Math.max(layout.width, RAMP_W + 600);
   return {
     width,
     height: layout.height + LEGEND_H,
@@ -103,7 +104,9 @@ export function imagePicture(s: ImagePaintState): Picture {
         p.tiles([{ x: panel.x, y: panel.y, w: panel.w, h: panel.h, title: panel.title, fill: panelFill(panel, s.pixels[panel.image] ?? null, s.weights, theme) }]);
       }
       for (const panel of layout.panels) {
-        p.text(panel.x, panel.y - CAPTION_H + 3, imageLabel(panel.title, 48), fg, "left", "top");
+        const r = s.weights ? rangeOf(s.weights, panel.column, panel.rows * panel.cols) : null;
+        const range = r ? ` · ${fmt(r.min)}–${fmt(r.max)}` : "";
+        p.text(panel.x, panel.y - CAPTION_H + 3, imageLabel(panel.title + range, 64), fg, "left", "top");
         gridLines(p, panel);
       }
       const hit = s.hover;

@@ -4,7 +4,7 @@ import { imageKey, parseChunkKey, pixelsKey, writeChunkKey } from "../../js/chun
 import { offeredViews } from "../../js/offered_views";
 import type { ImagesMeta } from "../../js/types";
 import {
-  CAPTION_H, EXTRA_SIDE, GAP, MAIN_SIDE, gridTitle, heatAlpha, heatColor, hitTest, layoutPanels, overlay, queryWeights, topQueries, weightAt,
+  CAPTION_H, EXTRA_SIDE, GAP, MAIN_SIDE, gridTitle, heatAlpha, heatColor, heatOf, hitTest, layoutPanels, overlay, queryWeights, rangeOf, topQueries, weightAt,
   type ImageRows,
 } from "../../js/views/image_geometry";
 import { makeFixture } from "./helpers/fixture";
@@ -75,20 +75,30 @@ describe("image view weights", () => {
 });
 
 describe("image view colours", () => {
+  it("spreads a grid's weights from its smallest (0) to its largest (1)", () => {
+    const w = Float32Array.from([9, 0.1, 0.3, 0.2, 9]);
+    const range = rangeOf(w, 1, 3);
+    expect(range).toEqual({ min: expect.closeTo(0.1, 6), max: expect.closeTo(0.3, 6) });
+    expect(Array.from(w.subarray(1, 4), (v) => heatOf(v, range))).toEqual([0, 1, expect.closeTo(0.5, 5)]);
+    expect(heatOf(0.2, { min: 0.2, max: 0.2 })).toBe(1); // all equal, above 0
+    expect(heatOf(0, { min: 0, max: 0 })).toBe(0); // a query that cannot see the image
+    expect(rangeOf(w, 0, 0)).toEqual({ min: 0, max: 0 });
+  });
+
   it("leaves the picture dimmed where the query gives no weight", () => {
     expect(heatAlpha(0)).toBe(0);
-    expect(overlay([200, 100, 0], 0)).toEqual([90, 45, 0]);
+    expect(overlay([200, 100, 0], 0)).toEqual([120, 60, 0]);
   });
 
   it("covers more of the picture, in a brighter colour, the larger the weight", () => {
-    expect(heatAlpha(1)).toBeCloseTo(0.85);
+    expect(heatAlpha(1)).toBeCloseTo(0.75);
     expect(heatAlpha(0.25)).toBeLessThan(heatAlpha(0.5));
     const bright = (c: number[]) => c.reduce((a, b) => a + b, 0);
     expect(bright(heatColor(1))).toBeGreaterThan(bright(heatColor(0.5)));
     expect(bright(heatColor(0.5))).toBeGreaterThan(bright(heatColor(0)));
     expect(heatColor(2)).toEqual(heatColor(1)); // clamped
-    // A black picture under the largest weight turns the ramp's top colour (85 %).
-    expect(overlay([0, 0, 0], 1)).toEqual(heatColor(1).map((v) => Math.round(v * 0.85)));
+    // A black picture under the largest weight turns the ramp's top colour (75 %).
+    expect(overlay([0, 0, 0], 1)).toEqual(heatColor(1).map((v) => Math.round(v * 0.75)));
   });
 });
 

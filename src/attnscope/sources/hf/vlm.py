@@ -209,15 +209,24 @@ def place_images(
 
 
 def _labelled(tokens: Tokens, regions: Sequence[ImageRegion]) -> Tokens:
-    """Image tokens labelled by image and grid cell (``img0 1,2``), and kind ``token``."""
+    """Image tokens labelled by image and grid cell (``img0 r1c2``), and kind ``token``.
+
+    Rows and columns count from 0, as ``trace.images`` and the image view do; an
+    extra run with a grid names it (``img0 overview r0c1``), one without a grid
+    its order (``img0 class``, ``img0 class 2``).
+    """
     labels, kinds = list(tokens.labels), list(tokens.kinds)
     for n, region in enumerate(regions):
         cols = region.grid[1]
         for i, p in enumerate(region.positions):
-            labels[p] = f"img{n} {i // cols},{i % cols}"
+            labels[p] = f"img{n} r{i // cols}c{i % cols}"
         for name, run in region.extra.items():
+            grid = region.extra_grids.get(name)
             for i, p in enumerate(run):
-                labels[p] = f"img{n} {name}" + (f" {i}" if len(run) > 1 else "")
+                if grid is not None and len(run) == grid[0] * grid[1]:
+                    labels[p] = f"img{n} {name} r{i // grid[1]}c{i % grid[1]}"
+                else:
+                    labels[p] = f"img{n} {name}" + (f" {i}" if len(run) > 1 else "")
         for p in region.all_positions():
             kinds[p] = "token"
     token_kinds: list[TokenKind] = kinds
