@@ -16,6 +16,7 @@ import pytest
 import attnscope
 import vlm_models
 from attnscope.display.page import page_html
+from attnscope.display.snapshot import saved_chunks
 from attnscope.encode.chunks import all_keys, encode_chunk, parse_key
 from attnscope.encode.keys import image_key, pixels_key
 from attnscope.encode.meta import build_meta
@@ -122,3 +123,10 @@ def test_the_image_view_is_offered_only_with_images(
     assert "image" not in all_keys(plain, views=("head", "image"))[0]
     page = page_html(llava_trace)
     assert '"views":["head","model","neuron","image"]' in page
+
+
+def test_saved_state_of_the_image_view_holds_its_chunks(
+    llava_trace: attnscope.AttentionTrace,
+) -> None:
+    widget = attnscope.AttentionWidget(llava_trace, view="image", layer=1)
+    assert sorted(saved_chunks(widget)) == [image_key("self", 1), pixels_key("self")]

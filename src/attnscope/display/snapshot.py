@@ -16,8 +16,11 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from attnscope.display.page import embed_chunks, page_html
+from attnscope.encode.image_chunks import image_stream
 from attnscope.encode.keys import (
     attn_key,
+    image_key,
+    pixels_key,
     pseudo_key,
     qk_key,
     stats_key,
@@ -148,6 +151,9 @@ def _shown_keys(widget: ShownWidget) -> list[str]:
         # The overview under the grid opens on the whole matrix: one level-0 tile of the head.
         whole = tile_key(stream, layer, head, (0, 0, 0))
         return [thumbs, *([stats_key(stream)] if widget.rank_by else []), whole]
+    if widget.view == "image":  # the pictures and the layer's weights over them
+        pictured = image_stream(widget.trace) or stream
+        return [pixels_key(pictured), image_key(pictured, layer)]
     return [qk_key(stream, layer, head), attn_key(stream, layer, head)]
 
 
