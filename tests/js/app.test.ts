@@ -70,3 +70,19 @@ describe("app views", () => {
     expect(model.log.sets.filter(([k, v]) => k === "view" && v !== "model")).toEqual([]);
   });
 });
+
+describe("app stream change", () => {
+  it("follows encode/stream_change.py: a query goes when rows switch side, a key of the same side stays", () => {
+    const f = makeFixture({ target: 3, segments: true });
+    const ctx = viewContext(f, { view: "head", stream: "self", layer: 1, head: 2, heads: [2], query: 1, key: 4, queries: [1, 2], pair_filter: "AB" });
+    const cleanup = renderApp({ meta: f.meta, store: ctx.store, data: ctx.data, el: ctx.root });
+    expect(ctx.store.get()).toMatchObject({ layer: 1, head: 2, heads: [2], query: 1, key: 4, pair_filter: "AB" }); // the first render moves nothing
+    ctx.store.set({ stream: "cross" });
+    // Row 1 of cross is the target's token 1, not the source's: the query and summed queries go.
+    expect(ctx.store.get()).toMatchObject({ stream: "cross", layer: 1, head: 2, heads: [2], query: null, key: 4, queries: [], pair_filter: "AB" });
+    ctx.store.set({ query: 2 });
+    ctx.store.set({ stream: "self" });
+    expect(ctx.store.get()).toMatchObject({ stream: "self", query: null, key: 4 });
+    cleanup();
+  });
+});
