@@ -10,6 +10,7 @@ changes), and follows the generation steps.
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -142,3 +143,18 @@ def test_image_view_heatmap_hover_click_and_steps_screenshot(
     page.locator(CANVAS).hover(position={"x": x + w * 0.3, "y": y + h * 0.7})
     expect(hover).to_contain_text("img0 r2c1")
     screenshots.take("page-image-view", exported.picture())
+
+    # The PNG export is the same picture: the panels' pixels under a caption naming the query.
+    with page.expect_download() as got:
+        page.click('[data-testid="save-png"]')
+    png = Path(got.value.path()).read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", png[16:24])
+    canvas = page.locator(CANVAS).bounding_box()
+    assert width == 2 * round(canvas["width"])  # twice the CSS size
+    assert height > 2 * round(canvas["height"])  # and a caption above it
+    with page.expect_download() as got:
+        page.click('[data-testid="save-svg"]')
+    svg = Path(got.value.path()).read_text(encoding="utf-8")
+    assert svg.count("<image ") == len(grids)  # one raster per grid
+    assert "img0 · 4×4 patches in 2×2 tiles" in svg
