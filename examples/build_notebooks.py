@@ -1062,6 +1062,19 @@ seg.heads().sort_values("receiver", ascending=False).head()
     ),
     md(
         """
+In the widget, `segments=` makes the head view's rows sentences (their first words;
+hover one for its tokens, or to follow its lines; the box beside the heads switches
+back to tokens), and the model view offers "receiver score (Thought Anchors)" in its
+rank menu.
+"""
+    ),
+    code(
+        """
+attnscope.show_head_view(trace, segments="sentences")
+"""
+    ),
+    md(
+        """
 ## On a GPU: a real-shape model
 
 A random model of Llama-3.2-1B's shape (16 layers x 32 heads, 8 kv heads) in
