@@ -23,7 +23,9 @@ def load_model(model: Any, *, images: bool = False) -> Any:
     loads with its image-text-to-text head (it can generate). A Hub name found
     neither on disk nor in the cache raises
     :class:`~attnscope.errors.ModelNotFoundError`, whose first line says where
-    attnscope looked and how to fix it, above transformers' own message. Loading
+    attnscope looked and how to fix it, above transformers' own message: at once
+    offline, and within seconds when the hub does not answer (one short request
+    asks it first, so a cut-off network does not wait out transformers' retries). Loading
     shows no progress bar (in a notebook it would stay in the cell).
 
     Examples
@@ -36,9 +38,12 @@ def load_model(model: Any, *, images: bool = False) -> Any:
     if isinstance(model, str | os.PathLike):
         name = check_model_name(os.fspath(model))
         offline = hub_offline()
-        if offline and not Path(name).is_dir() and not _in_cache(name):
+        here = Path(name).is_dir() or _in_cache(name)
+        if offline and not here:
             # No network wait (~23 s) for an answer known now.
             raise ModelNotFoundError(not_found(name, None)) from None
+        if not here:
+            _check_hub(name)
         from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
         from transformers import AutoModelForImageTextToText as ImageText
 
@@ -65,6 +70,18 @@ def load_model(model: Any, *, images: bool = False) -> Any:
             "AttentionTrace.from_module."
         )
     return model
+
+
+def _check_hub(name: str) -> None:
+    """Raise at once when the hub ``name`` must come from gives no answer (not after minutes)."""
+    from huggingface_hub import constants
+
+    from attnscope.sources.hf.hub_reach import hub_endpoint, hub_unreachable, unreachable_message
+
+    reason = hub_unreachable(name)
+    if reason is not None:
+        message = unreachable_message(name, hub_endpoint(), reason, str(constants.HF_HUB_CACHE))
+        raise ModelNotFoundError(message) from None
 
 
 def _load_failed(name: str, err: BaseException) -> AttnscopeError:
