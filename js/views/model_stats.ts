@@ -64,7 +64,9 @@ export function cellNumbers(chunk: Chunk | null, stats: readonly StatisticMeta[]
 
 /** The rank select's words for a statistic: a scan's says what its value is a mean over. */
 export function rankWords(s: StatisticMeta): string {
-  if (!s.inputs) return `rank: ${s.name}`;
+  // A table's column with a name of its own (segments=: "receiver score (Thought Anchors)") says it.
+  const named = s.name.startsWith("scan:") && s.label && s.label !== s.name.slice("scan:".length);
+  if (!s.inputs) return named ? `rank: ${s.label}` : `rank: ${s.name}`;
   return `rank: ${s.name} · mean over ${s.inputs} ${s.over ?? "inputs"}${s.spread ? " (± spread)" : ""}`;
 }
 

@@ -87,3 +87,14 @@ def test_segment_rows_draw_sentences_and_lines(
     exported.redraw_after("head", toggle.check)
     assert page.locator(".attnscope-seg").is_visible()
     assert lines(exported) == everything
+
+
+def test_model_view_ranks_by_receiver_score(page: Any, segmented_page: Path) -> None:
+    exported = ExportedPage(page, segmented_page.as_uri()).open()
+    exported.show("model")
+    select = page.locator('[data-testid="rank-by"]')
+    offered = select.locator("option").all_inner_texts()
+    receiver = [o for o in offered if "receiver score (Thought Anchors)" in o]
+    assert len(receiver) == 1
+    exported.redraw_after("model", lambda: select.select_option(label=receiver[0]))
+    assert select.input_value() == "scan:receiver"
