@@ -106,8 +106,10 @@ export interface ImageGridMeta {
 /** `_meta.images`: the stream, the query rows of `image:` chunks, and each image's size and grids. */
 export interface ImagesMeta {
   stream: string;
-  /** Token positions of the rows of an `image:` chunk (every token that shows no image). */
+  /** Token positions of the rows of an `image:` chunk (every token that shows no image, or the last that fit). */
   queries: number[];
+  /** Earlier text tokens not offered as queries (the chunk's byte cap); absent or 0: none. */
+  left_out?: number;
   images: { height: number; width: number; grids: ImageGridMeta[] }[];
 }
 

@@ -17,6 +17,7 @@ import attnscope
 import vlm_models
 from attnscope.display.page import page_html
 from attnscope.display.snapshot import saved_chunks
+from attnscope.encode import image_chunks
 from attnscope.encode.chunks import all_keys, encode_chunk, parse_key
 from attnscope.encode.keys import image_key, pixels_key
 from attnscope.encode.meta import build_meta
@@ -121,6 +122,11 @@ def test_the_image_view_is_offered_only_with_images(
     keys = all_keys(llava_trace, views=("image",))
     assert keys == [pixels_key("self"), image_key("self", 0), image_key("self", 1)]
     assert "image" not in all_keys(plain, views=("head", "image"))[0]
+    # A page with the head view: the image view's first layer up front, its others after the
+    # head view's chunks.
+    both = all_keys(llava_trace, views=("head", "image"))
+    assert both[:2] == [pixels_key("self"), image_key("self", 0)]
+    assert both[-1] == image_key("self", 1)
     page = page_html(llava_trace)
     assert '"views":["head","model","neuron","image"]' in page
 
@@ -130,3 +136,21 @@ def test_saved_state_of_the_image_view_holds_its_chunks(
 ) -> None:
     widget = attnscope.AttentionWidget(llava_trace, view="image", layer=1)
     assert sorted(saved_chunks(widget)) == [image_key("self", 1), pixels_key("self")]
+
+
+def test_a_long_prompt_offers_its_last_text_queries(
+    llava_trace: attnscope.AttentionTrace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = llava_trace
+    heads, columns = trace.stream.num_heads, 16
+    whole = build_meta(trace)["images"]
+    assert whole["left_out"] == 0
+    monkeypatch.setattr(image_chunks, "IMAGE_CHUNK_BYTES", heads * columns * 3)
+    cut = build_meta(trace)["images"]
+    assert cut["queries"] == whole["queries"][-3:]  # the generated tokens and the prompt's end
+    assert cut["left_out"] == len(whole["queries"]) - 3
+    arrays = dict(encode_chunk(trace, parse_key(image_key("self", 1), trace)))
+    assert arrays["weight"].shape == (heads, 3, columns)
+    [laid] = _laid_on_grids(trace, 1, 0, 2)
+    [expected] = attnscope.image_attention(trace, layer=1, head=0, query=cut["queries"][2])
+    assert np.abs(laid - expected).max() <= expected.max() / 255 / 2 + 1e-7

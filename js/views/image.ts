@@ -108,6 +108,11 @@ export function renderImageView(ctx: ViewContext): Cleanup {
 
   function buildStrip(): void {
     strip.replaceChildren();
+    if (images.left_out) {
+      const note = h("span", "attnscope-hint", { "data-testid": "image-left-out" });
+      note.textContent = `… ${images.left_out} earlier text tokens not offered (a layer's weights over the image are capped at 32 MB)`;
+      strip.append(note);
+    }
     for (const q of images.queries) {
       const b = h("button", "", { type: "button", role: "option", "data-query": String(q), title: `${side.raw[q] ?? ""} (#${q}): click to make it the query` });
       b.append(labelElement(side.labels[q] ?? String(q)));

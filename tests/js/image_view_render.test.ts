@@ -3,7 +3,7 @@
 import { imageKey, pixelsKey } from "../../js/chunk_keys";
 import { createStore } from "../../js/state";
 import { DEFAULT_SELECTION } from "../../js/selection";
-import type { AppState, Chunk, DataSource, Meta, NDArray } from "../../js/types";
+import type { AppState, Chunk, DataSource, ImagesMeta, Meta, NDArray } from "../../js/types";
 import { renderImageView } from "../../js/views/image";
 import { layoutPanels } from "../../js/views/image_geometry";
 import { ctxOf, installCanvas } from "./helpers/canvas";
@@ -13,7 +13,7 @@ beforeAll(installCanvas);
 afterEach(() => { document.body.replaceChildren(); });
 
 // Tokens 0..5 of the fixture; 1 and 2 show a 1 x 2 image; the queries are 0, 3, 4, 5.
-const IMAGES = { stream: "self", queries: [0, 3, 4, 5], images: [{ height: 2, width: 4, grids: [{ name: "image", rows: 1, cols: 2, tiles: null, positions: [1, 2] }] }] };
+const IMAGES: ImagesMeta = { stream: "self", queries: [0, 3, 4, 5], images: [{ height: 2, width: 4, grids: [{ name: "image", rows: 1, cols: 2, tiles: null, positions: [1, 2] }] }] };
 const arr = (dtype: NDArray["dtype"], shape: number[], data: NDArray["data"]): NDArray => ({ dtype, shape, data });
 
 function chunks(heads: number): Map<string, Chunk> {
@@ -26,9 +26,9 @@ function chunks(heads: number): Map<string, Chunk> {
   return new Map([[image.key, image], [pixels.key, pixels]]);
 }
 
-function mount() {
+function mount(images: ImagesMeta = IMAGES) {
   const f = makeFixture({ tokens: 6, heads: 2 });
-  const meta: Meta = { ...f.meta, images: IMAGES };
+  const meta: Meta = { ...f.meta, images };
   const store = createStore<AppState>({ ...DEFAULT_SELECTION, stream: "self", heads: [0, 1], theme: "light", resolved_theme: "light", theme_rev: 0 });
   const all = chunks(2);
   const data: DataSource = {
@@ -72,6 +72,13 @@ describe("image view", () => {
     // words come before special tokens, and query 4 gives it nothing.
     expect(hover.dataset.tokens).toBe("3");
     expect(hover.textContent).toContain("tok3");
+  });
+
+  it("says how many earlier text tokens a long prompt leaves out", async () => {
+    const { root, view } = mount({ ...IMAGES, left_out: 120 });
+    await until(() => view.dataset.ready === "true");
+    expect(root.querySelector('[data-testid="image-left-out"]')!.textContent).toContain("120 earlier text tokens");
+    expect(mount().root.querySelector('[data-testid="image-left-out"]')).toBeNull();
   });
 
   it("cleans up after itself", async () => {

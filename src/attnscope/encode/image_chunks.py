@@ -23,6 +23,8 @@ from attnscope.trace.images import ImageRegion
 
 IMAGE_KINDS = ("image", "pixels")
 """Chunk kinds of the image view; a trace without images has none."""
+IMAGE_CHUNK_BYTES = 32 * 1024 * 1024
+"""Most bytes of one ``image:`` chunk: past it, only the last text queries that fit are offered."""
 
 
 def image_stream(trace: AttentionTrace) -> str | None:
@@ -83,6 +85,10 @@ def image_columns(trace: AttentionTrace) -> list[int]:
 def image_queries(trace: AttentionTrace) -> list[int]:
     """The query rows of an ``image:`` chunk: every token that shows no image.
 
+    When heads × those rows × image tokens would pass :data:`IMAGE_CHUNK_BYTES`,
+    only the last rows that fit (the generated tokens and the prompt's end);
+    ``_meta.images["left_out"]`` counts the others.
+
     Examples
     --------
     >>> trace = AttentionTrace(list("abcde"), np.full((1, 1, 5, 5), 0.2, np.float32))
@@ -93,8 +99,11 @@ def image_queries(trace: AttentionTrace) -> list[int]:
     name = image_stream(trace)
     if name is None:
         return []
+    stream = trace.streams[name]
     shown = {p for region in trace.images for p in region.all_positions()}
-    return [q for q in range(trace.streams[name].q_len) if q not in shown]
+    rows = [q for q in range(stream.q_len) if q not in shown]
+    fit = IMAGE_CHUNK_BYTES // max(1, stream.num_heads * len(image_columns(trace)))
+    return rows[-fit:] if len(rows) > fit else rows
 
 
 def images_meta(trace: AttentionTrace) -> dict[str, Any] | None:
@@ -111,9 +120,12 @@ def images_meta(trace: AttentionTrace) -> dict[str, Any] | None:
     name = image_stream(trace)
     if not trace.images or name is None:
         return None
+    queries = image_queries(trace)
+    shown = {p for region in trace.images for p in region.all_positions()}
     return {
         "stream": name,
-        "queries": image_queries(trace),
+        "queries": queries,
+        "left_out": trace.streams[name].q_len - len(shown) - len(queries),
         "images": [
             {
                 "height": int(region.pixels.shape[0]),
