@@ -7,7 +7,7 @@
 import { hex, type ThemeColors } from "../colors";
 import { segmentsKey } from "../chunk_keys";
 import { chunkWords } from "../chunk_words";
-import { labelElement } from "../label_text";
+import { isolate, labelElement } from "../label_text";
 import type { AppState, Chunk, DataSource, Meta, SegmentsMeta, Store } from "../types";
 import { fmt, h, setStatus, sizeCanvas, type Listeners } from "./common";
 import {
@@ -70,7 +70,7 @@ export function segmentPanel(meta: Meta, store: Store<AppState>, data: DataSourc
     built = sig;
     for (const [col, side] of [[colQ, "query"], [colK, "key"]] as const) {
       col.replaceChildren(...sm.labels.map((text, i) => {
-        const row = h("div", "attnscope-seg-label", { "data-i": String(i), "data-side": side, title: sm.titles[i] ?? text });
+        const row = h("div", "attnscope-seg-label", { "data-i": String(i), "data-side": side, title: isolate(sm.titles[i] ?? text) });
         row.style.top = `${i * SEGMENT_ROW}px`;
         row.append(labelElement(text));
         return row;
