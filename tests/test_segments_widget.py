@@ -8,6 +8,7 @@ receiver score of each head (``SegmentAttention.receiver``).
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,26 @@ def test_positions_and_turns_split_as_segments_does(trace: AttentionTrace) -> No
     assert widget._meta["segments"]["by"] == "positions"
     mass = answered(widget, segments_key("self", 2))["mass"]
     np.testing.assert_array_equal(mass, attnscope.segments(trace, [4, 9]).mass[2].astype("f4"))
+
+
+def test_turns_of_a_chat() -> None:
+    from capture_models import bpe_tokenizer
+    from test_capture_generate import MESSAGES, TEMPLATE, causal_lm
+
+    model, _ = causal_lm("gpt2")
+    tokenizer = copy.deepcopy(bpe_tokenizer())
+    tokenizer.chat_template = TEMPLATE
+    trace = attnscope.capture(model, MESSAGES, tokenizer=tokenizer, max_new_tokens=4)
+    widget = AttentionWidget(trace, segments="turns")
+    found = attnscope.segments(trace, "turns")
+    meta = widget._meta["segments"]
+    assert meta["by"] == "turns"
+    assert len(meta["labels"]) == 3  # system, user, the assistant's answer
+    assert meta["labels"][:2] == ["You are a lazy dog.", "The quick brown fox?"]
+    # A random model generated only line breaks: the turn shows its marker and them, not "".
+    assert "<|assistant|>\\n" in meta["labels"][2]
+    mass = answered(widget, segments_key("self", 1))["mass"]
+    np.testing.assert_array_equal(mass, found.mass[1].astype(np.float32))
 
 
 def test_model_view_ranks_by_receiver_score(trace: AttentionTrace) -> None:

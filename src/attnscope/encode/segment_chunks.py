@@ -10,6 +10,7 @@ are few (a sentence is tens of tokens), so the chunk is small and exact.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -28,33 +29,40 @@ TITLE_CHARS = 200
 """Longest text of a segment its hover shows."""
 
 
-def segment_text(tokens: Tokens, first: int, stop: int, words: int | None = None) -> str:
+def segment_text(
+    tokens: Tokens,
+    first: int,
+    stop: int,
+    words: int | None = None,
+    ids: Sequence[int] | None = None,
+) -> str:
     """The text of tokens ``first .. stop - 1``: pieces joined into words, words by spaces.
 
-    Special and padding tokens are left out (a segment of nothing else shows
-    them). ``words`` keeps the first that many words.
+    Special and padding tokens are left out; a segment with no other text
+    (a chat turn's markers and blank generated tokens) shows its labels as
+    they are. ``words`` keeps the first that many words; ``ids`` are the
+    tokens' :func:`~attnscope.analysis.words.word_ids`, when already known.
 
     Examples
     --------
-    >>> t = Tokens.from_strings(["[CLS]", "the", "play", "##ing", "cat", "."])
-    >>> segment_text(t, 0, 6), segment_text(t, 0, 6, words=2)
-    ('the playing cat.', 'the playing')
+    >>> t = Tokens.from_strings(["[CLS]", "the", "play", "##ing", "cat", ".", "[SEP]"])
+    >>> segment_text(t, 0, 7), segment_text(t, 0, 7, words=2), segment_text(t, 6, 7)
+    ('the playing cat.', 'the playing', '[SEP]')
     """
-    ids = word_ids(tokens)
+    ids = word_ids(tokens) if ids is None else ids
     kinds, labels = tokens.kinds, tokens.labels
-    chosen = [i for i in range(first, stop) if kinds[i] == "token"] or list(range(first, stop))
     pieces: list[str] = []
     previous = None
-    for i in chosen:
+    for i in range(first, stop):
         label = labels[i].replace("\\n", " ").replace("\u2423", " ").strip()
-        if not label:
+        if kinds[i] != "token" or not label:
             continue
         glued = ids[i] == previous or (pieces and label in ".,;:!?)'\"")
         pieces[-1:] = [pieces[-1] + label] if glued and pieces else [*pieces[-1:], label]
         previous = ids[i]
-    if words is not None:
-        pieces = pieces[:words]
-    return " ".join(pieces)
+    if not pieces:
+        return "".join(labels[first:stop]).strip()
+    return " ".join(pieces if words is None else pieces[:words])
 
 
 def _cut(text: str, most: int) -> str:
@@ -73,10 +81,11 @@ def segments_meta(found: SegmentAttention, tokens: Tokens, stream: str, by: str)
     ([0, 2, 4], ['Hi.', 'Yes!'], 'tokens 2–3: Yes!')
     """
     edges = [int(e) for e in found.edges]
+    ids = word_ids(tokens)
     labels, titles = [], []
     for first, stop in pairwise(edges):
-        labels.append(_cut(segment_text(tokens, first, stop, LABEL_WORDS), LABEL_CHARS))
-        text = _cut(segment_text(tokens, first, stop), TITLE_CHARS)
+        labels.append(_cut(segment_text(tokens, first, stop, LABEL_WORDS, ids), LABEL_CHARS))
+        text = _cut(segment_text(tokens, first, stop, ids=ids), TITLE_CHARS)
         titles.append(f"tokens {first}\u2013{stop - 1}: {text}")
     return {"stream": stream, "by": by, "edges": edges, "labels": labels, "titles": titles}
 
