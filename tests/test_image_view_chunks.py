@@ -154,3 +154,27 @@ def test_a_long_prompt_offers_its_last_text_queries(
     [laid] = _laid_on_grids(trace, 1, 0, 2)
     [expected] = attnscope.image_attention(trace, layer=1, head=0, query=cut["queries"][2])
     assert np.abs(laid - expected).max() <= expected.max() / 255 / 2 + 1e-7
+
+
+def test_image_boundaries_collapse_each_image_to_one_segment(
+    idefics_trace: attnscope.AttentionTrace,
+) -> None:
+    trace = idefics_trace
+    [region] = trace.images
+    first, last = min(region.all_positions()), max(region.all_positions())
+    starts = attnscope.image_boundaries(trace)
+    # Every token is its own segment, except the image: its tiles, their markers and the
+    # overview between its first and last token are one.
+    assert first in starts
+    assert not set(range(first + 1, last + 1)) & set(starts)
+    assert len(starts) == len(trace.tokens) - 1 - (last - first)
+    widget = attnscope.AttentionWidget(trace, segments=starts)
+    edges = widget._meta["segments"]["edges"]
+    assert [first, last + 1] == edges[edges.index(first) : edges.index(first) + 2]
+    found = attnscope.segments(trace, starts)
+    image = edges.index(first)
+    rows = trace.stream.attention_rows(1, 0, np.array([len(trace.tokens) - 1])).numpy()[0]
+    assert found.mass[1, 0, -1, image] == pytest.approx(rows[first : last + 1].sum(), abs=1e-6)
+    plain = attnscope.AttentionTrace(["a", "b"], np.full((1, 1, 2, 2), 0.5, np.float32))
+    with pytest.raises(AttnscopeError, match="no images"):
+        attnscope.image_boundaries(plain)

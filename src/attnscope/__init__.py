@@ -42,6 +42,7 @@ _PUBLIC = {
     "scan": "attnscope.analysis.scan",
     "retrieval_scores": "attnscope.analysis.retrieval",
     "image_attention": "attnscope.analysis.images",
+    "image_boundaries": "attnscope.analysis.images",
     "needle_in_a_haystack": "attnscope.analysis.needle",
     "looked_at": "attnscope.analysis.looked_at",
     "open_strongest": "attnscope.display.open_strongest",
@@ -65,6 +66,7 @@ __all__ = [
     "heads_max",
     "heads_mean",
     "image_attention",
+    "image_boundaries",
     "looked_at",
     "merge_words",
     "model_view",
@@ -96,7 +98,7 @@ if TYPE_CHECKING:
         word_ids,
     )
     from attnscope.analysis.compare import AttentionComparison, compare
-    from attnscope.analysis.images import image_attention
+    from attnscope.analysis.images import image_attention, image_boundaries
     from attnscope.analysis.looked_at import looked_at
     from attnscope.analysis.needle import needle_in_a_haystack
     from attnscope.analysis.retrieval import retrieval_scores

@@ -103,3 +103,44 @@ def image_attention(
         total[list(region.positions)].reshape(region.grid).astype(np.float32)
         for region in trace.images
     ]
+
+
+def image_boundaries(trace: AttentionTrace) -> list[int]:
+    """Segment starts that make each image one segment and every other token its own.
+
+    Pass them as ``segments=`` to collapse each image to one row of the head
+    view (its segments mode): ``AttentionWidget(trace, segments=image_boundaries(trace))``.
+    An image's segment runs from its first token to its last, markers between
+    its tiles included.
+
+    Parameters
+    ----------
+    trace
+        A trace with images (``attnscope.capture(model, text, images=...)``).
+
+    Returns
+    -------
+    list of int
+        Token positions where segments start (0 implied), as
+        :func:`attnscope.segments` takes them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope.trace.images import ImageRegion
+    >>> trace = AttentionTrace(list("abcdef"), np.full((1, 1, 6, 6), 1 / 6, np.float32))
+    >>> trace.images = [ImageRegion((1, 2, 3), (1, 3), np.zeros((2, 6, 3), np.uint8))]
+    >>> image_boundaries(trace)
+    [1, 4, 5]
+    """
+    if not trace.images:
+        raise AttnscopeError(
+            "this trace has no images (trace.images is empty), so there is no image to "
+            "collapse; capture a vision-language model with "
+            "attnscope.capture(model, text, images=..., processor=...)."
+        )
+    inside: set[int] = set()
+    for region in trace.images:
+        shown = region.all_positions()
+        inside.update(range(min(shown) + 1, max(shown) + 1))
+    return [i for i in range(1, len(trace.source)) if i not in inside]
