@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import attnscope
+import attnscope.display.segmented
 from attnscope import AttentionTrace, AttentionWidget
 from attnscope.display.page import page_html
 from attnscope.encode.keys import segments_key, stats_key
@@ -146,11 +147,17 @@ def test_show_head_view_passes_segments(minilm: tuple[Any, Any]) -> None:
     assert len(widget._meta["segments"]["labels"]) == 7
 
 
-def test_bad_segments_are_refused_before_work(trace: AttentionTrace) -> None:
+def test_bad_segments_are_refused_before_work(
+    trace: AttentionTrace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(AttnscopeError, match=r"boundaries=\[3, 2\] must be increasing"):
         AttentionWidget(trace, segments=[3, 2])
     with pytest.raises(AttnscopeError, match="comparison"):
         AttentionWidget(attnscope.compare(trace, trace), segments="sentences")
+    monkeypatch.setattr(attnscope.display.segmented, "MAX_SEGMENTS", 6)
+    with pytest.raises(AttnscopeError, match=r"into 7 segments; the head view shows at most 6"):
+        AttentionWidget(trace, segments="sentences")
+    monkeypatch.undo()
     plain = AttentionWidget(trace)
     [(content, _)] = plain.answer({"type": "request", "keys": [segments_key("self", 0)]})
     assert "segments=" in content["chunks"][0]["error"]

@@ -14,13 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attnscope.analysis.segments import SegmentAttention, segments
+from attnscope.analysis.segments import SegmentAttention, check_boundaries, segments
 from attnscope.display.scan_ranking import ScanRanking, scan_ranking
 from attnscope.encode.arrays import NamedArray
 from attnscope.encode.keys import ChunkKey, segments_key
 from attnscope.encode.segment_chunks import segment_arrays, segments_meta
 from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionTrace
+
+MAX_SEGMENTS = 256
+"""Most segments a widget shows as head-view rows: a layer's chunk is ``heads x S x S``
+float32 (32 heads: 8 MB at 256), and more rows than this are no longer read as sentences."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,17 @@ def widget_segments(
     (['Hi.', 'Yes!'], ['scan:receiver'])
     """
     name = stream if stream is not None else next(iter(trace.streams))
+    chosen = trace.streams.get(name)
+    if chosen is not None:  # else segments() names the stream; count before any work
+        tokens = trace.tokens_for(chosen.query_side)
+        count = len(check_boundaries(boundaries, trace, chosen.q_len, tokens)) - 1
+        if count > MAX_SEGMENTS:
+            raise AttnscopeError(
+                f"segments={boundaries!r} splits stream {name!r} into {count} segments; the "
+                f"head view shows at most {MAX_SEGMENTS} as rows (each layer's chunk holds "
+                "heads x segments^2 numbers). Pass fewer start positions, or rank by "
+                "scan=attnscope.segments(trace, ...).heads() and read the matrices there."
+            )
     found = segments(trace, boundaries, stream=name)
     chosen = trace.streams[name]
     meta = segments_meta(found, trace.tokens_for(chosen.query_side), name, _by(boundaries))
