@@ -178,3 +178,32 @@ def test_image_boundaries_collapse_each_image_to_one_segment(
     plain = attnscope.AttentionTrace(["a", "b"], np.full((1, 1, 2, 2), 0.5, np.float32))
     with pytest.raises(AttnscopeError, match="no images"):
         attnscope.image_boundaries(plain)
+
+
+def test_the_widget_answers_the_image_views_requests(
+    llava_trace: attnscope.AttentionTrace,
+) -> None:
+    sent: list[tuple[dict[str, Any], list[bytes]]] = []
+
+    class Recording(attnscope.AttentionWidget):  # type: ignore[misc]
+        def send(self, content: dict[str, Any], buffers: list[bytes] | None = None) -> None:
+            sent.append((content, list(buffers or [])))
+
+    widget = Recording(llava_trace, view="image")
+    keys = [pixels_key("self"), image_key("self", 1), image_key("self", 2)]
+    request = {"type": "request", "keys": keys}
+    widget._handle_msg(
+        {"content": {"data": {"method": "custom", "content": request}}, "buffers": []}
+    )
+    [(content, buffers)] = sent
+    pixels, image, bad = content["chunks"]
+    [spec] = pixels["arrays"]
+    assert (spec["name"], spec["dtype"], spec["shape"]) == ("image0", "u8", [32, 32, 3])
+    assert np.array_equal(
+        np.frombuffer(buffers[spec["buffer"]], np.uint8).reshape(32, 32, 3),
+        llava_trace.images[0].pixels,
+    )
+    shapes = {a["name"]: (a["dtype"], a["shape"]) for a in image["arrays"]}
+    queries = len(build_meta(llava_trace)["images"]["queries"])
+    assert shapes == {"weight": ("u8", [4, queries, 16]), "rowmax": ("f32", [4, queries])}
+    assert "out of range" in bad["error"]
