@@ -180,6 +180,21 @@ def test_image_boundaries_collapse_each_image_to_one_segment(
         attnscope.image_boundaries(plain)
 
 
+def test_image_tokens_are_labelled_by_grid_cell(idefics_trace: attnscope.AttentionTrace) -> None:
+    trace = idefics_trace
+    [region] = trace.images
+    cols = region.grid[1]
+    assert trace.tokens[region.positions[cols + 2]] == "img0 r1c2"
+    overview = region.extra["overview"]
+    assert [trace.tokens[p] for p in overview] == [
+        "img0 ov r0c0",
+        "img0 ov r0c1",
+        "img0 ov r1c0",
+        "img0 ov r1c1",
+    ]
+    assert all(len(trace.tokens[p]) <= 16 for p in region.all_positions())  # the head view's width
+
+
 def test_the_widget_answers_the_image_views_requests(
     llava_trace: attnscope.AttentionTrace,
 ) -> None:

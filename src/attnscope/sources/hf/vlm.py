@@ -208,11 +208,16 @@ def place_images(
     return regions, None
 
 
+_SHORT_NAMES = {"overview": "ov"}
+"""Names of extra grids as token labels say them."""
+
+
 def _labelled(tokens: Tokens, regions: Sequence[ImageRegion]) -> Tokens:
     """Image tokens labelled by image and grid cell (``img0 r1c2``), and kind ``token``.
 
     Rows and columns count from 0, as ``trace.images`` and the image view do; an
-    extra run with a grid names it (``img0 overview r0c1``), one without a grid
+    overview grid is ``ov`` (``img0 ov r0c1``: short enough for the head view's
+    16 characters), another extra run with a grid its name, one without a grid
     its order (``img0 class``, ``img0 class 2``).
     """
     labels, kinds = list(tokens.labels), list(tokens.kinds)
@@ -224,7 +229,8 @@ def _labelled(tokens: Tokens, regions: Sequence[ImageRegion]) -> Tokens:
             grid = region.extra_grids.get(name)
             for i, p in enumerate(run):
                 if grid is not None and len(run) == grid[0] * grid[1]:
-                    labels[p] = f"img{n} {name} r{i // grid[1]}c{i % grid[1]}"
+                    short = _SHORT_NAMES.get(name, name)
+                    labels[p] = f"img{n} {short} r{i // grid[1]}c{i % grid[1]}"
                 else:
                     labels[p] = f"img{n} {name}" + (f" {i}" if len(run) > 1 else "")
         for p in region.all_positions():
