@@ -37,7 +37,13 @@ export function renderImageView(ctx: ViewContext): Cleanup {
   const headSel = h("select", "attnscope-select", { "aria-label": "Heads of the heatmap", "data-testid": "image-heads" });
   const hint = h("span", "attnscope-hint");
   hint.textContent = "Click a token to make it the query; hover a patch to see which tokens look at it.";
-  bar.append(headSel, hint);
+  const scaleSel = h("select", "attnscope-select", { "aria-label": "Colour scale of the grids", "data-testid": "image-scale" });
+  for (const [value, text] of [["grid", "scale: each grid"], ["shared", "scale: all grids"]] as const) {
+    const o = h("option", "", { value });
+    o.textContent = text;
+    scaleSel.append(o);
+  }
+  bar.append(headSel, scaleSel, hint);
   const status = h("div", "attnscope-status");
   const info = h("div", "attnscope-iv-info", { "data-testid": "image-info", "aria-live": "polite" });
   const body = h("div", "attnscope-iv-body");
@@ -104,7 +110,8 @@ export function renderImageView(ctx: ViewContext): Cleanup {
     const r = images.queries.indexOf(query());
     return d && r >= 0 ? queryWeights(d, heads(), r) : null;
   };
-  const picture = () => imagePicture({ layout, pixels, weights: weights(), theme, hover: hit });
+  const picture = () => imagePicture({ layout, pixels, weights: weights(), theme, hover: hit, shared: scaleSel.value === "shared" });
+  L.on(scaleSel, "change", () => draw.request());
 
   function buildStrip(): void {
     strip.replaceChildren();

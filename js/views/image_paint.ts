@@ -18,14 +18,15 @@ export interface ImagePaintState {
   pixels: readonly (NDArray | null)[];
   /** The query's weights over the chunk's columns; null: the pictures alone. */
   weights: Float32Array | null;
+  /** One colour scale for every grid (their smallest to their largest weight) instead of one per grid. */
+  shared?: boolean;
   theme: ThemeColors;
   hover: Hit | null;
 }
 
 /** A panel's pixels: the picture, under the heat of each cell (its weight between the grid's smallest and largest). */
-function panelFill(panel: Panel, picture: NDArray | null, weights: Float32Array | null, theme: ThemeColors) {
+function panelFill(panel: Panel, picture: NDArray | null, weights: Float32Array | null, theme: ThemeColors, range: Range) {
   const cells = panel.rows * panel.cols;
-  const range = weights ? rangeOf(weights, panel.column, cells) : { min: 0, max: 0 };
   // Per cell once: the heat colour premultiplied by its alpha, and what is left of the picture.
   const heat = new Float32Array(cells * 3), keep = new Float32Array(cells).fill(1);
   if (weights) {
@@ -76,21 +77,33 @@ function gridLines(p: Painter, panel: Panel): void {
 }
 
 /** The legend: the ramp from a grid's smallest weight (the picture dimmed) to its largest. */
-function legend(p: Painter, y: number, theme: ThemeColors): void {
+function legend(p: Painter, y: number, theme: ThemeColors, shared: boolean): void {
   const fg = hex(theme.fg), steps = 64, w = RAMP_W / steps;
   for (let i = 0; i < steps; i++) {
     const t = i / (steps - 1), a = heatAlpha(t), c = heatColor(t);
     const base = PICTURE_KEPT * (1 - a) * 128; // over a mid-grey picture
     p.rect(i * w, y + 4, w + 0.5, 10, hex(c.map((v) => base + v * a) as RGB));
   }
-  p.text(0, y + 18, "smallest", fg, "left", "top");
+  p.text(0, y + 18, shared ? "smallest of all" : "smallest", fg, "left", "top");
   p.text(RAMP_W, y + 18, "largest", fg, "right", "top");
-  p.text(RAMP_W + 12, y + 9, "colour: the query's attention to each patch, from its grid's smallest weight to its largest (range above it)", fg, "left", "middle");
+  const scale = shared ? "from the smallest weight of all grids to the largest" : "from its grid's smallest weight to its largest (range above it)";
+  p.text(RAMP_W + 12, y + 9, `colour: the query's attention to each patch, ${scale}`, fg, "left", "middle");
 }
 
 /** The whole picture of the image view. */
+type Range = { min: number; max: number };
+
+/** The colour scale of each panel: its own grid's range, or every grid's when `shared`. */
+export function panelRanges(s: Pick<ImagePaintState, "layout" | "weights" | "shared">): Range[] {
+  const w = s.weights;
+  if (!w) return s.layout.panels.map(() => ({ min: 0, max: 0 }));
+  if (s.shared) { const all = rangeOf(w, 0, w.length); return s.layout.panels.map(() => all); }
+  return s.layout.panels.map((p) => rangeOf(w, p.column, p.rows * p.cols));
+}
+
 export function imagePicture(s: ImagePaintState): Picture {
   const { layout, theme } = s;
+  const ranges = panelRanges(s);
   const width = Math.max(layout.width, RAMP_W + 600);
   return {
     width,
@@ -99,23 +112,24 @@ export function imagePicture(s: ImagePaintState): Picture {
     font: theme.font,
     paint(p) {
       const fg = hex(theme.fg);
-      for (const panel of layout.panels) {
+      layout.panels.forEach((panel, i) => {
         // One tiles call per panel: a call's box is written whole, gaps included.
-        p.tiles([{ x: panel.x, y: panel.y, w: panel.w, h: panel.h, title: panel.title, fill: panelFill(panel, s.pixels[panel.image] ?? null, s.weights, theme) }]);
-      }
-      for (const panel of layout.panels) {
-        const r = s.weights ? rangeOf(s.weights, panel.column, panel.rows * panel.cols) : null;
-        const range = r ? ` · ${fmt(r.min)}–${fmt(r.max)}` : "";
+        const fill = panelFill(panel, s.pixels[panel.image] ?? null, s.weights, theme, ranges[i] as Range);
+        p.tiles([{ x: panel.x, y: panel.y, w: panel.w, h: panel.h, title: panel.title, fill }]);
+      });
+      layout.panels.forEach((panel, i) => {
+        const r = ranges[i] as Range;
+        const range = s.weights ? ` · ${fmt(r.min)}–${fmt(r.max)}` : "";
         p.text(panel.x, panel.y - CAPTION_H + 3, imageLabel(panel.title + range, 64), fg, "left", "top");
         gridLines(p, panel);
-      }
+      });
       const hit = s.hover;
       if (hit) {
         const { panel, row, col } = hit;
         const cw = panel.w / panel.cols, ch = panel.h / panel.rows;
         p.strokeRect(panel.x + col * cw, panel.y + row * ch, cw, ch, { color: hex(theme.accent), width: 2 });
       }
-      legend(p, layout.height + 4, theme);
+      legend(p, layout.height + 4, theme, !!s.shared);
     },
   };
 }

@@ -133,6 +133,16 @@ def test_image_view_heatmap_hover_click_and_steps_screenshot(
     expect(page.locator('[data-testid="image-info"]')).to_contain_text("query \u201csky\u201d")
     assert ink(page)["hash"] != first["hash"]
 
+    # One colour scale for both grids: the same query, other colours.
+    clicked = ink(page)["hash"]
+    before = int(view.get_attribute("data-draws") or 0)
+    page.select_option('[data-testid="image-scale"]', "shared")
+    page.wait_for_function(
+        "([el, n]) => Number(el.dataset.draws) > n", arg=[view.element_handle(), before]
+    )
+    assert ink(page)["hash"] != clicked
+    page.select_option('[data-testid="image-scale"]', "grid")
+
     # Generation: each step's query is the token before the one generated.
     prompt = trace.metadata["generation"]["prompt_length"]
     page.click('[data-testid="step-next"]')

@@ -7,6 +7,7 @@ import {
   CAPTION_H, EXTRA_SIDE, GAP, MAIN_SIDE, gridTitle, heatAlpha, heatColor, heatOf, hitTest, layoutPanels, overlay, queryWeights, rangeOf, topQueries, weightAt,
   type ImageRows,
 } from "../../js/views/image_geometry";
+import { panelRanges } from "../../js/views/image_paint";
 import { makeFixture } from "./helpers/fixture";
 
 const grid = (rows: number, cols: number, first: number, name = "image", tiles: [number, number] | null = null) => ({
@@ -117,5 +118,20 @@ describe("image view chunk keys", () => {
     expect(pixelsKey("self")).toBe("pixels:self");
     for (const key of [imageKey("self", 1), pixelsKey("self")]) expect(writeChunkKey(parseChunkKey(key)!)).toBe(key);
     expect(parseChunkKey("image:self")).toBeNull();
+  });
+});
+
+describe("image view colour scales", () => {
+  const layout = layoutPanels(META);
+  // Columns 0..7 the tiled grid, 8..9 the overview, 10..12 the tall image.
+  const weights = Float32Array.from([1, 2, 3, 4, 5, 6, 7, 8, 20, 30, 0.5, 0.6, 0.7]);
+
+  it("gives each grid its own range, or one range shared by all", () => {
+    const own = panelRanges({ layout, weights });
+    expect(own.slice(0, 2)).toEqual([{ min: 1, max: 8 }, { min: 20, max: 30 }]);
+    expect([own[2]!.min, own[2]!.max]).toEqual([expect.closeTo(0.5, 6), expect.closeTo(0.7, 6)]);
+    const shared = panelRanges({ layout, weights, shared: true });
+    expect(shared.every((r) => r === shared[0] && r.min === 0.5 && r.max === 30)).toBe(true);
+    expect(panelRanges({ layout, weights: null }).every((r) => r.max === 0)).toBe(true);
   });
 });
