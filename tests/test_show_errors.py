@@ -38,6 +38,7 @@ def no_capture(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     [
         ("neurons", r"the views are \['head', 'model', 'neuron'\]"),
         ("neuron", r"call show_neuron_view\(\.\.\.\) instead"),
+        ("image", r"open the image view with attnscope\.AttentionWidget\(trace, view='image'\)"),
     ],
 )
 def test_a_view_option_names_the_views_instead_of_an_internal_error(value: str, says: str) -> None:

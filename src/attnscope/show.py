@@ -38,11 +38,13 @@ def _no_view_option(view: ViewName, options: dict[str, Any]) -> dict[str, Any]:
     if "view" not in options:
         return options
     value = options["view"]
-    fix = (
-        f"call show_{value}_view(...) instead"
-        if value in VIEWS
-        else f"the views are {list(VIEWS)}, each with its show_<view>_view helper"
-    )
+    helped = [v for v in VIEWS if v != "image"]  # the views with a show_<view>_view helper
+    if value in helped:
+        fix = f"call show_{value}_view(...) instead"
+    elif value == "image":
+        fix = "open the image view with attnscope.AttentionWidget(trace, view='image')"
+    else:
+        fix = f"the views are {helped}, each with its show_<view>_view helper"
     raise AttnscopeTypeError(
         f"show_{view}_view() opens the {view} view and takes no view= (got view={value!r}); "
         f"{fix}, and views=(...) chooses the tabs offered."
