@@ -2,10 +2,10 @@
 
 Attention *to* a word is the sum over its pieces (keys); attention *from* a
 word is the mean over its pieces (queries), so each word's row still sums to
-1. Word boundaries are the views' piece marks
-(:func:`attnscope.trace.labels.continues_word`): WordPiece continues a word
-with ``##``; byte-level BPE (``Ġ``) and SentencePiece (``▁``) start one;
-punctuation, special and padding tokens stay words of their own.
+1. Word boundaries are the views' piece marks, which the tokens compute once
+(:attr:`attnscope.Tokens.word_ids`): WordPiece continues a word with ``##``;
+byte-level BPE (``Ġ``) and SentencePiece (``▁``) start one; punctuation,
+special and padding tokens stay words of their own.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ import numpy.typing as npt
 from attnscope.analysis.access import Float64Array
 from attnscope.errors import AttnscopeError
 from attnscope.trace import Tokens
-from attnscope.trace.labels import continues_word
 
 
 def word_ids(tokens: Tokens) -> list[int]:
-    """The word each token belongs to, numbered from 0 in order.
+    """The word each token belongs to, numbered from 0 in order (:attr:`Tokens.word_ids`).
 
     Examples
     --------
@@ -32,12 +31,7 @@ def word_ids(tokens: Tokens) -> list[int]:
     >>> word_ids(Tokens.from_strings(["The", "Ġcat", "s", "Ġsat"]))
     [0, 1, 1, 2]
     """
-    ids: list[int] = []
-    word = -1
-    for continues in continues_word(tokens.raw, tokens.kinds):
-        word += 0 if continues and ids else 1
-        ids.append(word)
-    return ids
+    return list(tokens.word_ids)
 
 
 def word_labels(tokens: Tokens) -> list[str]:
@@ -49,7 +43,7 @@ def word_labels(tokens: Tokens) -> list[str]:
     ['[CLS]', 'playing', '[SEP]']
     """
     labels: list[str] = []
-    for word, label in zip(word_ids(tokens), tokens.labels, strict=True):
+    for word, label in zip(tokens.word_ids, tokens.labels, strict=True):
         if word == len(labels):
             labels.append(label)
         else:

@@ -22,7 +22,6 @@ from attnscope.analysis.aggregate import layer_mean
 from attnscope.analysis.layer_scan import scan_layer
 from attnscope.analysis.rollout import rollout_step, stream_rollout_rows
 from attnscope.analysis.statistics import STATISTICS, TokenSets, stack_layers
-from attnscope.analysis.words import word_ids
 from attnscope.encode.arrays import F32Array, NamedArray, quantize_rows, top_keys
 from attnscope.encode.meta_types import StatisticMeta
 from attnscope.trace import AttentionStream, AttentionTrace
@@ -176,7 +175,7 @@ def statistics_meta() -> list[StatisticMeta]:
 
 
 def sides_words(trace: AttentionTrace) -> dict[str, list[int] | None]:
-    """The word id of every token on each side (:func:`attnscope.analysis.word_ids`).
+    """The word id of every token on each side (:attr:`attnscope.Tokens.word_ids`).
 
     Examples
     --------
@@ -187,8 +186,8 @@ def sides_words(trace: AttentionTrace) -> dict[str, list[int] | None]:
     {'source': [0, 1, 1], 'target': None}
     """
     return {
-        "source": word_ids(trace.source),
-        "target": None if trace.target is None else word_ids(trace.target),
+        "source": list(trace.source.word_ids),
+        "target": None if trace.target is None else list(trace.target.word_ids),
     }
 
 

@@ -20,7 +20,7 @@ from attnscope.encode.analysis_chunks import (
 from attnscope.encode.image_chunks import images_meta
 from attnscope.encode.meta_types import GenerationMeta, ImagesMeta, Meta, SideMeta, StreamMeta
 from attnscope.trace import AttentionStream, AttentionTrace, Tokens
-from attnscope.trace.labels import continues_word, mend_surrogates
+from attnscope.trace.labels import mend_surrogates
 
 PROTOCOL_VERSION = 1
 THUMB_SIZE = 64
@@ -132,7 +132,8 @@ def build_meta(
 
     Every string is valid Unicode: a lone surrogate in a token (which a
     kernel's UTF-8 messages cannot carry) arrives as U+FFFD; the trace keeps
-    the raw token.
+    the raw token. The tokens come mended (:attr:`Tokens.mended_labels`);
+    the other strings (title, notes, images) are mended here.
 
     Parameters
     ----------
@@ -174,7 +175,8 @@ def build_meta(
         "notes": [*trace.notes, *notes],
         "embedded": embedded,
     }
-    return cast(Meta, mend_strings(meta))
+    rest = mend_strings({key: value for key, value in meta.items() if key != "sides"})
+    return cast(Meta, {key: sides if key == "sides" else rest[key] for key in meta})
 
 
 def mend_strings(value: Any) -> Any:
@@ -197,6 +199,9 @@ def mend_strings(value: Any) -> Any:
 def side_json(tokens: Tokens) -> SideMeta:
     """One side's tokens for the views, with which pieces continue a word (``continues``).
 
+    Labels and raw tokens are mended for the browser; all of it is read from
+    what ``tokens`` computed once (:attr:`Tokens.continues`, :attr:`Tokens.mended_labels`).
+
     Examples
     --------
     >>> from attnscope import Tokens
@@ -204,11 +209,11 @@ def side_json(tokens: Tokens) -> SideMeta:
     [False, False, True, False]
     """
     return {
-        "labels": list(tokens.labels),
-        "raw": list(tokens.raw),
+        "labels": list(tokens.mended_labels),
+        "raw": list(tokens.mended_raw),
         "kinds": list(tokens.kinds),
         "segments": None if tokens.segments is None else list(tokens.segments),
-        "continues": continues_word(tokens.raw, tokens.kinds),
+        "continues": list(tokens.continues),
     }
 
 

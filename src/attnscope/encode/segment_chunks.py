@@ -10,14 +10,12 @@ are few (a sentence is tens of tokens), so the chunk is small and exact.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
 from attnscope.analysis.segments import SegmentAttention
-from attnscope.analysis.words import word_ids
 from attnscope.encode.arrays import NamedArray
 from attnscope.trace import Tokens
 
@@ -34,14 +32,13 @@ def segment_text(
     first: int,
     stop: int,
     words: int | None = None,
-    ids: Sequence[int] | None = None,
 ) -> str:
     """The text of tokens ``first .. stop - 1``: pieces joined into words, words by spaces.
 
     Special and padding tokens are left out; a segment with no other text
     (a chat turn's markers and blank generated tokens) shows its labels as
-    they are. ``words`` keeps the first that many words; ``ids`` are the
-    tokens' :func:`~attnscope.analysis.words.word_ids`, when already known.
+    they are. ``words`` keeps the first that many words; pieces are joined by
+    the tokens' :attr:`~attnscope.trace.Tokens.word_ids`.
 
     Examples
     --------
@@ -49,8 +46,7 @@ def segment_text(
     >>> segment_text(t, 0, 7), segment_text(t, 0, 7, words=2), segment_text(t, 6, 7)
     ('the playing cat.', 'the playing', '[SEP]')
     """
-    ids = word_ids(tokens) if ids is None else ids
-    kinds, labels = tokens.kinds, tokens.labels
+    ids, kinds, labels = tokens.word_ids, tokens.kinds, tokens.labels
     pieces: list[str] = []
     previous = None
     for i in range(first, stop):
@@ -81,11 +77,10 @@ def segments_meta(found: SegmentAttention, tokens: Tokens, stream: str, by: str)
     ([0, 2, 4], ['Hi.', 'Yes!'], 'tokens 2–3: Yes!')
     """
     edges = [int(e) for e in found.edges]
-    ids = word_ids(tokens)
     labels, titles = [], []
     for first, stop in pairwise(edges):
-        labels.append(_cut(segment_text(tokens, first, stop, LABEL_WORDS, ids), LABEL_CHARS))
-        text = _cut(segment_text(tokens, first, stop, ids=ids), TITLE_CHARS)
+        labels.append(_cut(segment_text(tokens, first, stop, LABEL_WORDS), LABEL_CHARS))
+        text = _cut(segment_text(tokens, first, stop), TITLE_CHARS)
         titles.append(f"tokens {first}\u2013{stop - 1}: {text}")
     return {"stream": stream, "by": by, "edges": edges, "labels": labels, "titles": titles}
 

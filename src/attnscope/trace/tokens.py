@@ -1,17 +1,26 @@
 """Tokens: one token sequence as the views label it.
 
 Display labels, the tokenizer's raw strings, each token's kind (ordinary,
-special, padding) and, for sentence pairs, which sentence it belongs to.
+special, padding) and, for sentence pairs, which sentence it belongs to; and,
+computed once when first asked for, what the views read besides: which pieces
+continue a word, the word of each token, and the strings mended for the browser.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from attnscope.errors import AttnscopeError, AttnscopeTypeError
-from attnscope.trace.labels import TokenKind, display_labels, guess_kinds
+from attnscope.trace.labels import (
+    TokenKind,
+    continues_word,
+    display_labels,
+    guess_kinds,
+    mend_surrogates,
+)
 
 
 def token_strings(tokens: Any, what: str = "tokens") -> tuple[str, ...]:
@@ -43,6 +52,11 @@ def token_strings(tokens: Any, what: str = "tokens") -> tuple[str, ...]:
     return strings
 
 
+def _mended(strings: tuple[str, ...]) -> tuple[str, ...]:
+    mended = tuple(mend_surrogates(s) for s in strings)
+    return strings if mended == strings else mended
+
+
 def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -63,6 +77,14 @@ class Tokens:
         token. Defaults to all ``"token"``.
     segments
         For sentence pairs: 0 for tokens of sentence A, 1 for sentence B.
+
+    Notes
+    -----
+    :attr:`continues`, :attr:`word_ids`, :attr:`mended_labels` and
+    :attr:`mended_raw` are computed from the fields the first time they are
+    read and kept: the fields never change, so every later read (the head
+    view's ``_meta``, the ``words:`` and ``segments:`` chunks) gets the same
+    tuple.
 
     Examples
     --------
@@ -119,6 +141,66 @@ class Tokens:
 
     def __len__(self) -> int:
         return len(self.labels)
+
+    @cached_property
+    def continues(self) -> tuple[bool, ...]:
+        """Which tokens continue the word before them (``un|##bel``, ``ĠPe|mber``).
+
+        See :func:`attnscope.trace.labels.continues_word` for the rules of each
+        tokenizer family.
+
+        Examples
+        --------
+        >>> Tokens.from_strings(["[CLS]", "un", "##bel", ",", "[SEP]"]).continues
+        (False, False, True, False, False)
+        """
+        return tuple(continues_word(self.raw, self.kinds))
+
+    @cached_property
+    def word_ids(self) -> tuple[int, ...]:
+        """The word each token belongs to, numbered from 0 in order.
+
+        A token that :attr:`continues` a word shares its number; punctuation,
+        special and padding tokens are words of their own.
+
+        Examples
+        --------
+        >>> Tokens.from_strings(["[CLS]", "play", "##ing", "cards", "[SEP]"]).word_ids
+        (0, 1, 1, 2, 3)
+        >>> Tokens.from_strings(["The", "Ġcat", "s", "Ġsat"]).word_ids
+        (0, 1, 1, 2)
+        """
+        ids: list[int] = []
+        word = -1
+        for continues in self.continues:
+            word += 0 if continues and ids else 1
+            ids.append(word)
+        return tuple(ids)
+
+    @cached_property
+    def mended_labels(self) -> tuple[str, ...]:
+        r""":attr:`labels` as valid Unicode, for the browser: lone surrogates made U+FFFD.
+
+        A kernel's UTF-8 messages cannot carry a lone surrogate; the tokens
+        keep the original (see :func:`attnscope.trace.labels.mend_surrogates`).
+
+        Examples
+        --------
+        >>> Tokens(["a", "\udc80"]).mended_labels == ("a", "\ufffd")
+        True
+        """
+        return _mended(self.labels)
+
+    @cached_property
+    def mended_raw(self) -> tuple[str, ...]:
+        r""":attr:`raw` as valid Unicode, for the browser (see :attr:`mended_labels`).
+
+        Examples
+        --------
+        >>> Tokens(["?"], raw=["\ud83d\ude00"]).mended_raw == ("\U0001f600",)
+        True
+        """
+        return self.mended_labels if self.raw is self.labels else _mended(self.raw)
 
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form, used by :meth:`AttentionTrace.save` and the widget."""
