@@ -117,6 +117,7 @@ class ImagesMeta(TypedDict):
 
     stream: str
     queries: list[int]
+    left_out: int
     images: list[ImageMeta]
 
 
