@@ -58,7 +58,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   view.append(bar, status, faint.el, viewport);
   root.append(view);
   // segments= (_meta.segments): rows are sentences or turns, in a panel of their own.
-  const segPanel = segmentPanel(meta, store, data, L, () => sched.request());
+  const segPanel = segmentPanel(meta, store, data, L, () => sched.request(), status);
   const segToggle = segmentToggle(meta, store, L);
   view.append(segPanel.el);
 

@@ -26,9 +26,9 @@ export interface SegmentPanel {
 export const segmentsOf = (meta: Meta, stream: string): SegmentsMeta | null =>
   meta.segments && meta.segments.stream === stream ? meta.segments : null;
 
-export function segmentPanel(meta: Meta, store: Store<AppState>, data: DataSource, L: Listeners, request: () => void): SegmentPanel {
+/** `status` is the head view's own status line: the panel says its loading and errors there. */
+export function segmentPanel(meta: Meta, store: Store<AppState>, data: DataSource, L: Listeners, request: () => void, status: HTMLElement): SegmentPanel {
   const el = h("div", "attnscope-seg", { "data-testid": "segment-view" });
-  const status = h("div", "attnscope-status");
   const viewport = h("div", "attnscope-seg-viewport");
   const body = h("div", "attnscope-seg-body");
   const canvas = h("canvas", "attnscope-seg-canvas", { "aria-hidden": "true" });
@@ -37,7 +37,7 @@ export function segmentPanel(meta: Meta, store: Store<AppState>, data: DataSourc
   body.append(canvas, colQ, colK);
   viewport.append(body);
   const legend = h("div", "attnscope-seg-legend", { "data-testid": "segment-legend" });
-  el.append(status, legend, viewport);
+  el.append(legend, viewport);
   let chunk: Chunk | null = null;
   let wanted = "";
   let hover: SegmentFocus = null;
