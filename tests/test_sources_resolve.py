@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from attnscope import (
     show_head_view,
     show_neuron_view,
 )
+from attnscope.display.page import page_html
 from attnscope.sources.resolve import source_options
 
 
@@ -71,3 +73,11 @@ def test_neuron_view_opens_on_the_same_stream_however_it_is_made() -> None:
 
 def test_a_widget_offering_only_the_neuron_view_opens_on_q_and_k() -> None:
     assert AttentionWidget(_weights_then_qk(), views=("neuron",)).stream == "encoder"
+
+
+def test_a_page_offering_only_the_neuron_view_opens_on_q_and_k() -> None:
+    page = page_html(_weights_then_qk(), views=("neuron",))
+    text = page.split('<script type="application/json" id="attnscope-state">', 1)[1]
+    state = json.loads(text.split("</script>", 1)[0])
+    assert state["view"] == "neuron"
+    assert state["stream"] == "encoder"

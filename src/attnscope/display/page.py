@@ -431,7 +431,9 @@ def page_html(
     trace, state, offered, compared = _trace_and_state(trace_or_widget)
     shown = offered if views is None else check_views(views)
     check_image_view(shown, None if compared is not None else trace)
-    if state["view"] not in shown:
+    if state["view"] not in shown and isinstance(trace_or_widget, AttentionTrace):
+        state = default_selection(trace, shown[0])  # the neuron view opens on a stream with q/k
+    elif state["view"] not in shown:
         state["view"] = shown[0]
     if encode is encode_chunk:  # a widget ranked by a scan adds its statistics (scan=)
         encode = getattr(trace_or_widget, "_page_encode", encode_chunk)
