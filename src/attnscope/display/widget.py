@@ -260,6 +260,9 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     log_scale = t.Bool(False).tag(sync=True)
     """Head view: line opacity and key bars on a log scale of three decades
     (``1 + log10(w) / 3``: 0.001 is invisible, 1 is full), so weak attention shows.
+    With several heads shown, each line's opacity is raised to the smallest power
+    (at most 16, said in the legend) that keeps the lines' ink under 60% of the
+    panel, so the strongest links stand out instead of a solid wall.
 
     Type: bool. Default: False.
     """
