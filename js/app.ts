@@ -15,7 +15,7 @@ import { comparedSide, compareToggle, comparisonSummary } from "./views/compare_
 import { renderSide } from "./views/compare_view";
 import { renderHeadView } from "./views/head";
 import { renderImageView } from "./views/image";
-import { renderModelView } from "./views/model";
+import { renderModelView } from "./views/model/model";
 import { renderNeuronView } from "./views/neuron";
 
 const RENDERERS: Record<ViewName, (ctx: ViewContext) => Cleanup> = {

@@ -3,7 +3,7 @@
 import { arr } from "../data";
 import type { AppState, Chunk, Meta, Store, StreamMeta } from "../types";
 import { fmt, h, type Listeners } from "./common";
-import type { Thumbnails } from "./model_grid";
+import type { Thumbnails } from "./model/model_grid";
 
 /**
  * A `diff/thumbs:` chunk as the grid paints it. Every cell is scaled to the

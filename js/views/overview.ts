@@ -9,7 +9,7 @@ import { keySide, querySide, streamOf } from "../tokens";
 import type { Chunk, Cleanup, ViewContext } from "../types";
 import { h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, widthOf } from "./common";
 import { tokenSearch } from "./head_search";
-import { thumbLut } from "./model_grid";
+import { thumbLut } from "./model/model_grid";
 import {
   centreOn, clampView, fitView, levelCount, parentOf, spanAt, TILE, tokenAt, visibleTiles, zoomAt,
   type OverviewView, type TilePlace,

@@ -10,7 +10,7 @@ import { paintSignedLines } from "../../js/views/compare_head";
 import { sideBySide } from "../../js/views/compare_neuron";
 import { divergenceNote, rankingOrder } from "../../js/views/compare_grid";
 import { collectLines, emptyLines, headLayout, topRowsOf } from "../../js/views/head_lines";
-import { cellAt, poolInto } from "../../js/views/model_grid";
+import { cellAt, poolInto } from "../../js/views/model/model_grid";
 import type { Painter, Stroke } from "../../js/paint/painter";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext, type WireArray } from "./helpers/fixture";

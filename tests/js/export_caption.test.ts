@@ -5,7 +5,7 @@ import { captioned, pictureSvg, wrapCaption } from "../../js/export_image";
 import type { Picture } from "../../js/paint/painter";
 import type { Meta } from "../../js/types";
 import { renderHeadView } from "../../js/views/head";
-import { renderModelView } from "../../js/views/model";
+import { renderModelView } from "../../js/views/model/model";
 import { renderNeuronView } from "../../js/views/neuron";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";

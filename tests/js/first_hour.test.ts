@@ -6,7 +6,7 @@ import { keySide, PIECE_MARK, querySide } from "../../js/tokens";
 import type { Meta } from "../../js/types";
 import { fmt } from "../../js/views/common";
 import { exportCaption, headOffsets, scaleLegend } from "../../js/views/head_scale";
-import { axisTicks } from "../../js/views/model_preview";
+import { axisTicks } from "../../js/views/model/model_preview";
 
 const meta = (continues?: boolean[]): Meta => ({
   protocol: 1,

@@ -5,7 +5,7 @@ import { thumbsKey } from "../../js/chunk_keys";
 import { bindStep, generationClasses, generationOf, stepOfQuery } from "../../js/generation";
 import { renderHeadView } from "../../js/views/head";
 import { PLAY_MS } from "../../js/views/head_step";
-import { renderModelView } from "../../js/views/model";
+import { renderModelView } from "../../js/views/model/model";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";
 

@@ -4,7 +4,7 @@ import {
   asTopRows, decodeTop, densify, hideTokens, keepQueries, logWeight, mergeWords, stackHeads, summedKeys, type Rows,
 } from "../../js/views/head_transform";
 import { hiddenTokens, summedRows, wordSide, wordStarts, displayOf } from "../../js/views/head_analysis";
-import { headOrder, cellNumbers, finiteRange } from "../../js/views/model_stats";
+import { headOrder, cellNumbers, finiteRange } from "../../js/views/model/model_stats";
 import type { Meta } from "../../js/types";
 
 /** Dense rows (heads × queries × keys) from nested arrays. */

@@ -1,5 +1,5 @@
-import { renderModelView } from "../../js/views/model";
-import { gridGeometry } from "../../js/views/model_grid";
+import { renderModelView } from "../../js/views/model/model";
+import { gridGeometry } from "../../js/views/model/model_grid";
 import { ctxOf, installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";
 

@@ -1,5 +1,5 @@
 import { readTheme } from "../../js/colors";
-import { rowsToOwnMax, thumbLut, thumbValue } from "../../js/views/model_grid";
+import { rowsToOwnMax, thumbLut, thumbValue } from "../../js/views/model/model_grid";
 import { defaultLineScale, scaleLegend } from "../../js/views/head_scale";
 
 describe("log-encoded thumbnails (protocol.md, thumbs:)", () => {

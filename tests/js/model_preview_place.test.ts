@@ -1,7 +1,7 @@
 // The model view's enlarged cell stays inside the grid's scroll box: lower rows open it
 // upward, and a grid shorter than the preview grows to hold it (it was clipped there).
-import { renderModelView } from "../../js/views/model";
-import { gridGeometry } from "../../js/views/model_grid";
+import { renderModelView } from "../../js/views/model/model";
+import { gridGeometry } from "../../js/views/model/model_grid";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";
 

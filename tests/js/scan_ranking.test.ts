@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import type { Side } from "../../js/tokens";
 import { stepCaption, strongestKey } from "../../js/views/head_step";
-import { cellNumbers, layerRanking, rankWords } from "../../js/views/model_stats";
+import { cellNumbers, layerRanking, rankWords } from "../../js/views/model/model_stats";
 
 const f32 = (values: number[]) => ({ dtype: "f32" as const, shape: [1, 3], data: Float32Array.from(values) });
 const scanPrev = {

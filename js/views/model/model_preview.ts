@@ -1,11 +1,11 @@
 // The model view's enlarged cell: the head's attention large, with its axes
 // (queries down the left, keys along the top) and the tokens on them.
-import { hex, type ThemeColors } from "../colors";
-import { canvasPainter } from "../paint/canvas_painter";
-import type { Tile } from "../paint/painter";
-import { imageLabel } from "../label_text";
-import type { Side } from "../tokens";
-import { sizeCanvas } from "./common";
+import { hex, type ThemeColors } from "../../colors";
+import { canvasPainter } from "../../paint/canvas_painter";
+import type { Tile } from "../../paint/painter";
+import { imageLabel } from "../../label_text";
+import type { Side } from "../../tokens";
+import { sizeCanvas } from "../common";
 
 /** Side of the heatmap itself. */
 export const MAP = 200;

@@ -1,23 +1,23 @@
 // Model view: a grid, one row per layer and one column per head, each cell the
 // head's thumbnail, all drawn into one canvas with one putImageData. The grid's
 // geometry and picture are in model_grid.ts; this file wires them to the store.
-import { hex, LONG_INPUT, readTheme, weightLut, type HeatScale, type ThemeColors } from "../colors";
-import { attnKey, statsKey, thumbsKey } from "../chunk_keys";
-import { chunkWords } from "../chunk_words";
-import { arr } from "../data";
-import { saveButtons } from "../export_image";
-import { generationOf } from "../generation";
-import { offeredViews } from "../offered_views";
-import { canvasPainter, type PixelScratch } from "../paint/canvas_painter";
-import { keySide, querySide, streamOf } from "../tokens";
-import type { Chunk, Cleanup, ViewContext } from "../types";
-import { h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, watchResize, widthOf } from "./common";
+import { hex, LONG_INPUT, readTheme, weightLut, type HeatScale, type ThemeColors } from "../../colors";
+import { attnKey, statsKey, thumbsKey } from "../../chunk_keys";
+import { chunkWords } from "../../chunk_words";
+import { arr } from "../../data";
+import { saveButtons } from "../../export_image";
+import { generationOf } from "../../generation";
+import { offeredViews } from "../../offered_views";
+import { canvasPainter, type PixelScratch } from "../../paint/canvas_painter";
+import { keySide, querySide, streamOf } from "../../tokens";
+import type { Chunk, Cleanup, ViewContext } from "../../types";
+import { h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, watchResize, widthOf } from "../common";
 import { cellAt, GAP, gridGeometry, heatmapTile, paintGrid, placedOrigin, rowsToOwnMax, thumbLut, THUMB_DECADES, type GridGeometry, type GridScene, type Thumbnails } from "./model_grid";
-import { divergenceNote, gridOrder, gridOrderSelect, signedThumbnails } from "./compare_grid";
-import { divergingLut } from "./compare_colors";
+import { divergenceNote, gridOrder, gridOrderSelect, signedThumbnails } from "../compare_grid";
+import { divergingLut } from "../compare_colors";
 import { AXIS_LEFT, AXIS_TOP, drawPreview as paintPreview, MAP } from "./model_preview";
 import { cellNumbers, layerRanking, paintBadges, rankSelect, statValues } from "./model_stats";
-import { mountOverview } from "./overview";
+import { mountOverview } from "../overview";
 
 const PREVIEW_W = AXIS_LEFT + MAP + 4;
 const HOVER_FETCH_MS = 120;

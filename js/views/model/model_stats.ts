@@ -2,11 +2,11 @@
 // statistic to rank by, each layer's heads ordered by it, a badge on each cell
 // and every statistic of the hovered cell. Numbers and pictures only; model.ts
 // wires them in.
-import { hex, type ThemeColors } from "../colors";
-import { arr } from "../data";
-import type { Painter } from "../paint/painter";
-import type { AppState, Chunk, StatisticMeta, Store } from "../types";
-import { h, type Listeners } from "./common";
+import { hex, type ThemeColors } from "../../colors";
+import { arr } from "../../data";
+import type { Painter } from "../../paint/painter";
+import type { AppState, Chunk, StatisticMeta, Store } from "../../types";
+import { h, type Listeners } from "../common";
 import { cellOrigin, type GridGeometry } from "./model_grid";
 
 /**

@@ -1,7 +1,7 @@
 // The model view's grid, one row per layer and one column per head: its
 // geometry, the pooling of thumbnails into pixels, and its picture as Painter calls.
-import { hex, weightLut, type HeatScale, type ThemeColors } from "../colors";
-import type { Painter, Tile } from "../paint/painter";
+import { hex, weightLut, type HeatScale, type ThemeColors } from "../../colors";
+import type { Painter, Tile } from "../../paint/painter";
 
 export const LABEL_W = 34;
 export const LABEL_H = 16;
