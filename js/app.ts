@@ -16,7 +16,7 @@ import { renderSide } from "./views/compare_view";
 import { renderHeadView } from "./views/head";
 import { renderImageView } from "./views/image";
 import { renderModelView } from "./views/model/model";
-import { renderNeuronView } from "./views/neuron";
+import { renderNeuronView } from "./views/neuron/neuron";
 
 const RENDERERS: Record<ViewName, (ctx: ViewContext) => Cleanup> = {
   head: renderHeadView,

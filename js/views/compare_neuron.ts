@@ -11,8 +11,8 @@ import { defaultQuery, keySide, querySide, streamOf, tokenClasses } from "../tok
 import type { Chunk, Cleanup, ViewContext } from "../types";
 import { fmt, fmtWeight, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas } from "./common";
 import { signedColor } from "./compare_colors";
-import { cellW, paintStrip, STRIP_H } from "./neuron_paint";
-import { neuronRows, type NeuronRows } from "./neuron_rows";
+import { cellW, paintStrip, STRIP_H } from "./neuron/neuron_paint";
+import { neuronRows, type NeuronRows } from "./neuron/neuron_rows";
 
 /** Both inputs' numbers for one query row, and what the view shows of them. */
 export interface SideBySide {

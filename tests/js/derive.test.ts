@@ -3,7 +3,7 @@
 import { attnFromQk, qkParts, rowWeights, topFromQk } from "../../js/derive";
 import { createPageHost, type EmbeddedChunk } from "../../js/host";
 import type { Chunk, NDArray } from "../../js/types";
-import { neuronRows } from "../../js/views/neuron_rows";
+import { neuronRows } from "../../js/views/neuron/neuron_rows";
 
 const f32 = (shape: number[], values: number[]): NDArray => ({ dtype: "f32", shape, data: Float32Array.from(values) });
 

@@ -6,7 +6,7 @@ import type { Picture } from "../../js/paint/painter";
 import type { Meta } from "../../js/types";
 import { renderHeadView } from "../../js/views/head";
 import { renderModelView } from "../../js/views/model/model";
-import { renderNeuronView } from "../../js/views/neuron";
+import { renderNeuronView } from "../../js/views/neuron/neuron";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";
 

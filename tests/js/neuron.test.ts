@@ -1,5 +1,5 @@
-import { renderNeuronView } from "../../js/views/neuron";
-import { softmaxRow } from "../../js/views/neuron_rows";
+import { renderNeuronView } from "../../js/views/neuron/neuron";
+import { softmaxRow } from "../../js/views/neuron/neuron_rows";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";
 

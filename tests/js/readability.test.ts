@@ -2,7 +2,7 @@
 import { headColor, luminance, parseColor, textOn } from "../../js/colors";
 import { fmtWeight } from "../../js/views/common";
 import { renderHeadView } from "../../js/views/head";
-import { renderNeuronView } from "../../js/views/neuron";
+import { renderNeuronView } from "../../js/views/neuron/neuron";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";
 

@@ -1,9 +1,9 @@
 // The neuron view's numbers for one query row: q·k per key, the score the model
 // softmaxes, the weight, and how closely that reproduces the recorded weights.
 // No DOM: tests/js/neuron.test.ts checks them directly.
-import { arr } from "../data";
-import { maskRow, qkParts, scoreOf, softmaxRow } from "../derive";
-import type { Chunk } from "../types";
+import { arr } from "../../data";
+import { maskRow, qkParts, scoreOf, softmaxRow } from "../../derive";
+import type { Chunk } from "../../types";
 
 export { softmaxRow };
 

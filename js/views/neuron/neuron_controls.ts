@@ -1,7 +1,7 @@
 // The neuron view's head picker: the head it explains, chosen in the view itself
 // (←/→ also step through heads; the help lists them).
-import type { AppState, Store } from "../types";
-import { h, type Listeners } from "./common";
+import type { AppState, Store } from "../../types";
+import { h, type Listeners } from "../common";
 
 /** A "head N" select bound to the store's `head`; `missing` gives the heads a page holds no q/k of. */
 export function headPicker(L: Listeners, store: Store<AppState>, numHeads: () => number, missing: () => readonly number[] = () => []): HTMLSelectElement {

@@ -1,10 +1,10 @@
 // The neuron view's drawing as Painter calls: the per-dimension strips (on
 // screen, a small canvas each) and the exported picture of the visible rows,
 // which paints the same strips.
-import { diverging, hex, type ThemeColors } from "../colors";
-import { imageLabel } from "../label_text";
-import type { Painter, Picture } from "../paint/painter";
-import { fmt, fmtWeight } from "./common";
+import { diverging, hex, type ThemeColors } from "../../colors";
+import { imageLabel } from "../../label_text";
+import type { Painter, Picture } from "../../paint/painter";
+import { fmt, fmtWeight } from "../common";
 import { barFrac, type NeuronRows } from "./neuron_rows";
 
 /** Height of a key row. */

@@ -2,16 +2,16 @@
 // q, every k, q×k per dimension, q·k, scale, bias/softcap/sink, and the softmax weight.
 // The numbers are in neuron_rows.ts, the drawing in neuron_paint.ts; this file
 // keeps the rows (DOM, virtualised) in step with the store and the chunks.
-import { readTheme, type ThemeColors } from "../colors";
-import { attnKey, qkKey } from "../chunk_keys";
-import { chunkWords } from "../chunk_words";
-import { arr } from "../data";
-import { saveButtons } from "../export_image";
-import { imageLabel, isolate, joinParts, labelElement } from "../label_text";
-import { canvasPainter } from "../paint/canvas_painter";
-import { defaultQuery, keySide, querySide, streamOf, tokenClasses, type Side } from "../tokens";
-import type { AppState, Chunk, Cleanup, ViewContext } from "../types";
-import { fmt, fmtWeight, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas } from "./common";
+import { readTheme, type ThemeColors } from "../../colors";
+import { attnKey, qkKey } from "../../chunk_keys";
+import { chunkWords } from "../../chunk_words";
+import { arr } from "../../data";
+import { saveButtons } from "../../export_image";
+import { imageLabel, isolate, joinParts, labelElement } from "../../label_text";
+import { canvasPainter } from "../../paint/canvas_painter";
+import { defaultQuery, keySide, querySide, streamOf, tokenClasses, type Side } from "../../tokens";
+import type { AppState, Chunk, Cleanup, ViewContext } from "../../types";
+import { fmt, fmtWeight, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas } from "../common";
 import { headPicker, syncHeadPicker } from "./neuron_controls";
 import { cellW, NROW, paintStrip, rowsPicture, STRIP_H } from "./neuron_paint";
 import { barFrac, neuronRows, type NeuronRows } from "./neuron_rows";
