@@ -4,7 +4,7 @@
 import { parseChunkKey } from "./chunk_keys";
 import { qkParts, rowWeights, type QkParts } from "./derive";
 import type { Chunk, StreamMeta } from "./types";
-import { spanAt, TILE } from "./views/overview_geometry";
+import { spanAt, TILE } from "./views/overview/overview_geometry";
 
 /** Most weights the page computes for one tile (Python: 2^25). */
 export const DERIVE_TILE_WEIGHTS = 2 ** 24;

@@ -7,7 +7,7 @@ import { createPageHost } from "../../js/host";
 import type { Chunk, StreamMeta } from "../../js/types";
 import {
   centreOn, clampView, fitView, levelCount, levelFor, parentOf, spanAt, TILE, tokenAt, topSpan, visibleTiles, zoomAt,
-} from "../../js/views/overview_geometry";
+} from "../../js/views/overview/overview_geometry";
 
 describe("overview geometry", () => {
   it("has Python's levels: level 0 fits the matrix in one tile, the last is one weight a cell", () => {

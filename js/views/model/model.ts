@@ -17,7 +17,7 @@ import { divergenceNote, gridOrder, gridOrderSelect, signedThumbnails } from "..
 import { divergingLut } from "../compare_colors";
 import { AXIS_LEFT, AXIS_TOP, drawPreview as paintPreview, MAP } from "./model_preview";
 import { cellNumbers, layerRanking, paintBadges, rankSelect, statValues } from "./model_stats";
-import { mountOverview } from "../overview";
+import { mountOverview } from "../overview/overview";
 
 const PREVIEW_W = AXIS_LEFT + MAP + 4;
 const HOVER_FETCH_MS = 120;

@@ -3,13 +3,13 @@
 // buttons zoom, drag pans, a click opens the head view at that query (shift: the
 // neuron view) with the clicked key selected; the search box finds a token and
 // brings the map and the query there.
-import { hex, readTheme, type ThemeColors } from "../colors";
-import { tileKey } from "../chunk_keys";
-import { keySide, querySide, streamOf } from "../tokens";
-import type { Chunk, Cleanup, ViewContext } from "../types";
-import { h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, widthOf } from "./common";
-import { tokenSearch } from "./head_search";
-import { thumbLut } from "./model/model_grid";
+import { hex, readTheme, type ThemeColors } from "../../colors";
+import { tileKey } from "../../chunk_keys";
+import { keySide, querySide, streamOf } from "../../tokens";
+import type { Chunk, Cleanup, ViewContext } from "../../types";
+import { h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, widthOf } from "../common";
+import { tokenSearch } from "../head_search";
+import { thumbLut } from "../model/model_grid";
 import {
   centreOn, clampView, fitView, levelCount, parentOf, spanAt, TILE, tokenAt, visibleTiles, zoomAt,
   type OverviewView, type TilePlace,
