@@ -14,7 +14,7 @@ import { h, listeners } from "./views/common";
 import { comparedSide, compareToggle, comparisonSummary } from "./views/compare_toggle";
 import { renderSide } from "./views/compare_view";
 import { renderHeadView } from "./views/head";
-import { renderImageView } from "./views/image";
+import { renderImageView } from "./views/image/image";
 import { renderModelView } from "./views/model/model";
 import { renderNeuronView } from "./views/neuron/neuron";
 

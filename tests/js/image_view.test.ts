@@ -6,8 +6,8 @@ import type { ImagesMeta } from "../../js/types";
 import {
   CAPTION_H, EXTRA_SIDE, GAP, MAIN_SIDE, gridTitle, heatAlpha, heatColor, heatOf, hitTest, layoutPanels, overlay, queryWeights, rangeOf, topQueries, weightAt,
   type ImageRows,
-} from "../../js/views/image_geometry";
-import { panelRanges } from "../../js/views/image_paint";
+} from "../../js/views/image/image_geometry";
+import { panelRanges } from "../../js/views/image/image_paint";
 import { makeFixture } from "./helpers/fixture";
 
 const grid = (rows: number, cols: number, first: number, name = "image", tiles: [number, number] | null = null) => ({

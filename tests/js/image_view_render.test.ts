@@ -4,8 +4,8 @@ import { imageKey, pixelsKey } from "../../js/chunk_keys";
 import { createStore } from "../../js/state";
 import { DEFAULT_SELECTION } from "../../js/selection";
 import type { AppState, Chunk, DataSource, ImagesMeta, Meta, NDArray } from "../../js/types";
-import { renderImageView } from "../../js/views/image";
-import { layoutPanels } from "../../js/views/image_geometry";
+import { renderImageView } from "../../js/views/image/image";
+import { layoutPanels } from "../../js/views/image/image_geometry";
 import { ctxOf, installCanvas } from "./helpers/canvas";
 import { makeFixture, until } from "./helpers/fixture";
 

@@ -2,19 +2,19 @@
 // query (a text token: click one in the strip, or step through a generation), each
 // image grid's heatmap over the picture (one head, the selected heads or the mean
 // of all); hover a patch to see the text tokens that look at it most.
-import { readTheme, type ThemeColors } from "../colors";
-import { imageKey, pixelsKey } from "../chunk_keys";
-import { chunkWords } from "../chunk_words";
-import { saveButtons } from "../export_image";
-import { generationClasses, generationOf } from "../generation";
-import { labelElement } from "../label_text";
-import { canvasPainter } from "../paint/canvas_painter";
-import { querySide, streamOf, tokenClasses } from "../tokens";
-import type { Chunk, Cleanup, ImagesMeta, NDArray, ViewContext } from "../types";
-import { fmt, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas } from "./common";
+import { readTheme, type ThemeColors } from "../../colors";
+import { imageKey, pixelsKey } from "../../chunk_keys";
+import { chunkWords } from "../../chunk_words";
+import { saveButtons } from "../../export_image";
+import { generationClasses, generationOf } from "../../generation";
+import { labelElement } from "../../label_text";
+import { canvasPainter } from "../../paint/canvas_painter";
+import { querySide, streamOf, tokenClasses } from "../../tokens";
+import type { Chunk, Cleanup, ImagesMeta, NDArray, ViewContext } from "../../types";
+import { fmt, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas } from "../common";
 import { hitTest, layoutPanels, queryWeights, topQueries, type Hit, type ImageRows } from "./image_geometry";
 import { imagePicture } from "./image_paint";
-import { stepControl } from "./head_step";
+import { stepControl } from "../head_step";
 
 /** Text tokens a hovered patch names: the queries that weigh it most. */
 const HOVER_TOP = 5;

@@ -1,16 +1,18 @@
 // The image view's picture, described once on a Painter (screen, PNG and SVG):
 // each grid's panel (the picture under its heatmap), the tile and cell lines,
 // the hovered cell, and the legend under it all.
-import { hex, type RGB, type ThemeColors } from "../colors";
-import { imageLabel } from "../label_text";
-import type { Painter, Picture } from "../paint/painter";
-import type { NDArray } from "../types";
-import { fmt } from "./common";
+import { hex, type RGB, type ThemeColors } from "../../colors";
+import { imageLabel } from "../../label_text";
+import type { Painter, Picture } from "../../paint/painter";
+import type { NDArray } from "../../types";
+import { fmt } from "../common";
 import { CAPTION_H, heatAlpha, heatColor, heatOf, PICTURE_KEPT, rangeOf, type Hit, type Layout, type Panel } from "./image_geometry";
 
 /** Height of the legend under the panels. */
 export const LEGEND_H = 34;
 const RAMP_W = 200;
+/** Width of the legend's text beside the ramp: its longest line (63 characters) at the views' 11-px font. */
+const LEGEND_TEXT_W = 360;
 
 export interface ImagePaintState {
   layout: Layout;
@@ -86,8 +88,10 @@ function legend(p: Painter, y: number, theme: ThemeColors, shared: boolean): voi
   }
   p.text(0, y + 18, shared ? "smallest of all" : "smallest", fg, "left", "top");
   p.text(RAMP_W, y + 18, "largest", fg, "right", "top");
+  // Two short lines, so the legend never makes the picture wider than its panels need.
   const scale = shared ? "from the smallest weight of all grids to the largest" : "from its grid's smallest weight to its largest (range above it)";
-  p.text(RAMP_W + 12, y + 9, `colour: the query's attention to each patch, ${scale}`, fg, "left", "middle");
+  p.text(RAMP_W + 12, y + 2, "colour: the query's attention to each patch,", fg, "left", "top");
+  p.text(RAMP_W + 12, y + 18, scale, fg, "left", "top");
 }
 
 /** The whole picture of the image view. */
@@ -104,7 +108,7 @@ export function panelRanges(s: Pick<ImagePaintState, "layout" | "weights" | "sha
 export function imagePicture(s: ImagePaintState): Picture {
   const { layout, theme } = s;
   const ranges = panelRanges(s);
-  const width = Math.max(layout.width, RAMP_W + 600);
+  const width = Math.max(layout.width, RAMP_W + LEGEND_TEXT_W);
   return {
     width,
     height: layout.height + LEGEND_H,
