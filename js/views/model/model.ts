@@ -13,7 +13,7 @@ import { keySide, querySide, streamOf } from "../../tokens";
 import type { Chunk, Cleanup, ViewContext } from "../../types";
 import { h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, watchResize, widthOf } from "../common";
 import { cellAt, GAP, gridGeometry, heatmapTile, paintGrid, placedOrigin, rowsToOwnMax, thumbLut, THUMB_DECADES, type GridGeometry, type GridScene, type Thumbnails } from "./model_grid";
-import { divergenceNote, gridOrder, gridOrderSelect, signedThumbnails } from "../compare_grid";
+import { divergenceNote, gridOrder, gridOrderSelect, signedThumbnails } from "../compare/compare_grid";
 import { divergingLut } from "../compare_colors";
 import { AXIS_LEFT, AXIS_TOP, drawPreview as paintPreview, MAP } from "./model_preview";
 import { cellNumbers, layerRanking, paintBadges, rankSelect, statValues } from "./model_stats";

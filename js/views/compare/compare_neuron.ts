@@ -1,18 +1,18 @@
 // The neuron view of a comparison's A − B: for one layer, head and query, each
 // key's q·k and softmax weight in A and in B side by side, with their change, and
 // for the selected key the per-dimension q×k of both inputs.
-import { readTheme, rgba, type ThemeColors } from "../colors";
-import { attnKey, qkKey, sideKey } from "../chunk_keys";
-import { chunkWords } from "../chunk_words";
-import { arr } from "../data";
-import { isolate, joinParts, labelElement } from "../label_text";
-import { canvasPainter } from "../paint/canvas_painter";
-import { defaultQuery, keySide, querySide, streamOf, tokenClasses } from "../tokens";
-import type { Chunk, Cleanup, ViewContext } from "../types";
-import { fmt, fmtWeight, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas } from "./common";
-import { signedColor } from "./compare_colors";
-import { cellW, paintStrip, STRIP_H } from "./neuron/neuron_paint";
-import { neuronRows, type NeuronRows } from "./neuron/neuron_rows";
+import { readTheme, rgba, type ThemeColors } from "../../colors";
+import { attnKey, qkKey, sideKey } from "../../chunk_keys";
+import { chunkWords } from "../../chunk_words";
+import { arr } from "../../data";
+import { isolate, joinParts, labelElement } from "../../label_text";
+import { canvasPainter } from "../../paint/canvas_painter";
+import { defaultQuery, keySide, querySide, streamOf, tokenClasses } from "../../tokens";
+import type { Chunk, Cleanup, ViewContext } from "../../types";
+import { fmt, fmtWeight, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas } from "../common";
+import { signedColor } from "../compare_colors";
+import { cellW, paintStrip, STRIP_H } from "../neuron/neuron_paint";
+import { neuronRows, type NeuronRows } from "../neuron/neuron_rows";
 
 /** Both inputs' numbers for one query row, and what the view shows of them. */
 export interface SideBySide {

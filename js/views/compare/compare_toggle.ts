@@ -1,9 +1,9 @@
 // The A / B / A − B switch of a comparison, and a line saying what is compared.
-import { COMPARE_SIDE_LABELS } from "../labels";
-import { labelElement } from "../label_text";
-import { COMPARE_SIDES } from "../selection";
-import type { AppState, CompareSide, ComparisonMeta, Meta, Store } from "../types";
-import { h, type Listeners } from "./common";
+import { COMPARE_SIDE_LABELS } from "../../labels";
+import { labelElement } from "../../label_text";
+import { COMPARE_SIDES } from "../../selection";
+import type { AppState, CompareSide, ComparisonMeta, Meta, Store } from "../../types";
+import { h, type Listeners } from "../common";
 
 /** The side a comparison shows (null stands for A − B); null outside a comparison. */
 export function comparedSide(meta: Meta, s: AppState): CompareSide | null {

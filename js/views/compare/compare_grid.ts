@@ -1,9 +1,9 @@
 // The model view of a comparison: A − B thumbnails on the diverging scale, the
 // cells ranked by how much each head changed, and each cell's divergence.
-import { arr } from "../data";
-import type { AppState, Chunk, Meta, Store, StreamMeta } from "../types";
-import { fmt, h, type Listeners } from "./common";
-import type { Thumbnails } from "./model/model_grid";
+import { arr } from "../../data";
+import type { AppState, Chunk, Meta, Store, StreamMeta } from "../../types";
+import { fmt, h, type Listeners } from "../common";
+import type { Thumbnails } from "../model/model_grid";
 
 /**
  * A `diff/thumbs:` chunk as the grid paints it. Every cell is scaled to the
