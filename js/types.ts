@@ -176,6 +176,8 @@ export interface Selection {
   hide_special: boolean;
   /** Head view: opacity and bars on a log scale. */
   log_scale: boolean;
+  /** Head view of a widget with `_meta.segments`: rows are segments (by "images": each image one row), or tokens. */
+  segment_rows: boolean;
 }
 
 /** Selection plus state that lives only in the browser. */
@@ -186,8 +188,6 @@ export interface AppState extends Selection {
   theme_rev: number;
   /** A comparison's model view: cells by layer and head, or most changed first (absent: by layer). */
   grid_order?: "layers" | "divergence";
-  /** Head view of a widget with `_meta.segments`: rows are segments (absent: yes), or tokens. */
-  segment_rows?: boolean;
 }
 
 /** Array element types by bits: "i8" is a signed byte (a comparison's A − B). */

@@ -256,6 +256,32 @@ def _segment_sums(
     return sums, queries
 
 
+def layer_mass(
+    trace: AttentionTrace, edges: Sequence[int], position: int, *, stream: str | None = None
+) -> Float64Array:
+    """One layer's :attr:`SegmentAttention.mass`, ``(heads, S, S)``, for segment ``edges``.
+
+    What :func:`segments` computes for every layer, for the layer at ``position``
+    alone (the head view's image rows ask for one layer at a time). ``edges``
+    are ``[0, s1, ..., n]`` as :func:`check_boundaries` gives them.
+
+    Examples
+    --------
+    >>> w = np.tril(np.ones((4, 4), np.float32))
+    >>> w /= w.sum(-1, keepdims=True)
+    >>> layer_mass(AttentionTrace(list("abcd"), w[None, None]), [0, 2, 4], 0)[0].round(3).tolist()
+    [[1.0, 0.0], [0.583, 0.417]]
+    """
+    chosen = pick_stream(trace, stream)
+    require_self_attention(chosen, "segments")
+    found = np.asarray(edges, dtype=np.int64)
+    counted = ~of_kind(trace.tokens_for(chosen.query_side), "padding")
+    sums, queries = _segment_sums(chosen, position, found, counted)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mass: Float64Array = np.where(queries[..., None] > 0, sums / queries[..., None], np.nan)
+    return mass
+
+
 def segments(
     trace: AttentionTrace,
     boundaries: Sequence[int] | str,
@@ -323,14 +349,10 @@ def segments(
         )
     edges = check_boundaries(boundaries, trace, chosen.q_len, trace.tokens_for(chosen.query_side))
     sizes = np.diff(edges).astype(np.float64)
-    tokens = trace.tokens_for(chosen.query_side)
-    counted = ~of_kind(tokens, "padding")
     shape = (chosen.num_layers, chosen.num_heads, len(sizes), len(sizes))
     mass = np.zeros(shape)
     for position in range(chosen.num_layers):
-        sums, queries = _segment_sums(chosen, position, edges, counted)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mass[position] = np.where(queries[..., None] > 0, sums / queries[..., None], np.nan)
+        mass[position] = layer_mass(trace, edges.tolist(), position, stream=chosen.name)
     mean = mass / sizes
     later = np.subtract.outer(np.arange(len(sizes)), np.arange(len(sizes))) >= proximity  # a - b
     picked = np.where(later, mean, np.nan)

@@ -304,13 +304,14 @@ class RankedChunkCache(ChunkCache):
 
     def __init__(
         self,
-        ranking: ScanRanking,
+        ranking: ScanRanking | None,
         max_bytes: int = 256 * 1024 * 1024,
         *,
         served: Mapping[str, Callable[[ChunkKey], list[NamedArray]]] | None = None,
     ) -> None:
         super().__init__(max_bytes)
         self.ranking = ranking
+        """The scan's statistics; None for a widget that only serves chunks of its own."""
         self.served = dict(served or {})
         """Chunk kinds the widget serves itself (``segments``: its segments=), by kind."""
 
@@ -319,16 +320,20 @@ class RankedChunkCache(ChunkCache):
         serve = self.served.get(key.kind)
         if serve is not None:
             return self.get(key.key, lambda: serve(key))
-        if key.kind != "stats" or key.stream != self.ranking.stream:
+        ranking = self.ranking
+        if ranking is None or key.kind != "stats" or key.stream != ranking.stream:
             return super().encode(trace, key)
-        return self.get(key.key, lambda: [*encode_chunk(trace, key), *self.ranking.arrays])
+        return self.get(key.key, lambda: [*encode_chunk(trace, key), *ranking.arrays])
 
     def encode_raw(self, trace: AttentionTrace, raw: object) -> list[NamedArray]:
         """Serve a key as the browser sent it.
 
         A stream too long for its own statistics still has the scan's (they need no weights).
         """
-        key = stats_key(self.ranking.stream)
-        if raw == key and not analysable(trace.streams[self.ranking.stream]):
-            return self.get(key, lambda: list(self.ranking.arrays))
+        ranking = self.ranking
+        if ranking is None:
+            return self.encode(trace, parse_key(raw, trace))
+        key = stats_key(ranking.stream)
+        if raw == key and not analysable(trace.streams[ranking.stream]):
+            return self.get(key, lambda: list(ranking.arrays))
         return self.encode(trace, parse_key(raw, trace))

@@ -27,6 +27,18 @@ MAX_SEGMENTS = 256
 float32 (32 heads: 8 MB at 256), and more rows than this are no longer read as sentences."""
 
 
+def layer_keys(stream: str, count: int, layer: int = 0) -> list[str]:
+    """The ``segments:`` keys of ``count`` layers, ``layer`` (a position) first, then outward.
+
+    Examples
+    --------
+    >>> layer_keys("self", 3, 1)
+    ['segments:self:1', 'segments:self:0', 'segments:self:2']
+    """
+    order = sorted(range(count), key=lambda p: (abs(p - layer), p))
+    return [segments_key(stream, p) for p in order]
+
+
 @dataclass(frozen=True)
 class WidgetSegments:
     """The segments a widget shows: :func:`attnscope.segments` of one stream, and its ``_meta``.
@@ -56,9 +68,7 @@ class WidgetSegments:
         >>> widget_segments(t, [2]).keys(1)
         ['segments:self:1', 'segments:self:0', 'segments:self:2']
         """
-        count = len(self.found.layers)
-        order = sorted(range(count), key=lambda p: (abs(p - layer), p))
-        return [segments_key(self.stream, p) for p in order]
+        return layer_keys(self.stream, len(self.found.layers), layer)
 
     def arrays(self, key: ChunkKey) -> list[NamedArray]:
         """The arrays of a ``segments:`` chunk; raise AttnscopeError for another stream's."""
@@ -108,7 +118,9 @@ def widget_segments(
             )
     found = segments(trace, boundaries, stream=name)
     chosen = trace.streams[name]
-    meta = segments_meta(found, trace.tokens_for(chosen.query_side), name, _by(boundaries))
+    tokens = trace.tokens_for(chosen.query_side)
+    images = trace.images if chosen.query_side == "source" else ()
+    meta = segments_meta(found, tokens, name, _by(boundaries), images)
     return WidgetSegments(found, name, meta)
 
 

@@ -140,9 +140,10 @@ def _shown_keys(widget: ShownWidget) -> list[str]:
     stream, layer, head = widget.stream, widget.layer, widget.head
     if widget.view == "head":
         pseudo = [pseudo_key(stream, layer)] if widget.pseudo_heads else []
-        # segments= opens the head view on segment rows: the current layer's chunk first.
+        # Segment rows shown (segments=, or collapsed images): the current layer's chunk first.
         own = getattr(widget, "_page_keys", None)
-        segmented = own(("head",))[:1] if own is not None else []
+        shows = own is not None and getattr(widget, "segment_rows", True)
+        segmented = own(("head",))[:1] if own is not None and shows else []
         return [*segmented, *_head_keys(widget), *pseudo]
     if widget.view == "model":
         generation = generation_meta(widget.trace)

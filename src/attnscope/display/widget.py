@@ -19,6 +19,7 @@ from attnscope._progress import take_emptied_output
 from attnscope._static import static_text, widget_module
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.analysis.statistics import STATISTICS
+from attnscope.display.image_rows import ImageRows, image_rows
 from attnscope.display.lifetime import close_when_cell_reruns, forget_in_history
 from attnscope.display.page import DEFAULT_MAX_BYTES, save_html
 from attnscope.display.scan_ranking import RankedChunkCache, ScanRanking, scan_ranking
@@ -56,7 +57,7 @@ OPTIONS = ("view", *WIDGET_OPTIONS)
 """Keyword arguments :class:`AttentionWidget` takes after the trace."""
 SAVED_FOLLOWS = (
     "view", "stream", "layer", "head", "query", "pseudo_heads", "rank_by",
-    "generated_only", "compare_side", "step",
+    "generated_only", "compare_side", "step", "segment_rows",
 )  # fmt: skip
 """Selection traits that change which chunks the current view draws: ``_saved`` follows them."""
 
@@ -104,7 +105,8 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         switches back to tokens; the model view offers each head's receiver score
         (Thought Anchors) as the statistic ``"scan:receiver"``. See :attr:`segments`.
     view, stream, layer, heads, head, query, key, pair_filter, theme, compare_side,
-    step, generated_only, rank_by, pseudo_heads, queries, words, hide_special, log_scale
+    step, generated_only, rank_by, pseudo_heads, queries, words, hide_special, log_scale,
+    segment_rows
         Initial trait values; see the traits. ``view`` defaults to the first
         of ``views`` and must be one of them, ``stream`` to the trace's first
         stream and ``heads`` to all heads.
@@ -266,6 +268,14 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     Type: bool. Default: False.
     """
+    segment_rows = t.Bool(True).tag(sync=True)
+    """Head view: rows are the widget's segments (``segments=``: sentences, turns, given
+    positions; on a trace with images: each image one row, every other token its own,
+    the "collapse images" box), or tokens (False). The head view's checkbox sets it.
+
+    Type: bool. Default: True with ``segments=``; False for a trace's images (its rows
+    start as tokens).
+    """
 
     def __init__(
         self,
@@ -309,11 +319,17 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 "input with AttentionWidget(trace, segments='sentences')."
             )
         self._scan = scan
-        self._segments: WidgetSegments | None = None
+        self._segments: WidgetSegments | ImageRows | None = None
+        collapsed: ImageRows | str | None = None  # the images as rows, or why not
         if segments is not None:
             self._segments = widget_segments(shown, segments, stream=options.get("stream"))
+        elif self._compared is None:
+            collapsed = image_rows(shown, options.get("stream"))
+            self._segments = collapsed if isinstance(collapsed, ImageRows) else None
         scanned = None if scan is None else scan_ranking(scan, shown)
-        received = None if self._segments is None else self._segments.ranking(shown)
+        received = (
+            self._segments.ranking(shown) if isinstance(self._segments, WidgetSegments) else None
+        )
         self._ranking = merged(scanned, received)
         self._cache = self._new_cache()
         # The starting stream follows the view opened (the neuron view needs q and k).
@@ -322,6 +338,8 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
             state["rank_by"] = scanned.names[0]
         if self._compared is not None:
             state["compare_side"] = "diff"
+        if isinstance(collapsed, ImageRows):
+            state["segment_rows"] = False  # the images' rows are offered, tokens shown first
         state.update({k: v for k, v in options.items() if v is not None or k in ("query", "key")})
         if state["view"] not in self._views:
             raise t.TraitError(self._not_offered(state["view"]))
@@ -345,6 +363,8 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
             meta["statistics"] = [*meta["statistics"], *self._ranking.statistics]
         if self._segments is not None:
             meta["segments"] = self._segments.meta
+        if isinstance(collapsed, str):
+            meta["notes"] = [*meta["notes"], collapsed]
         super().__init__(_meta={**meta, "views": list(self._views)}, **state)
         self.on_msg(self._on_message)
 
@@ -426,8 +446,9 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     def _new_cache(self) -> ChunkCache:
         ranking = getattr(self, "_ranking", None)  # None too when __init__ refused its input
         found = getattr(self, "_segments", None)
-        served = {} if found is None else {"segments": found.arrays}
-        return ChunkCache() if ranking is None else RankedChunkCache(ranking, served=served)
+        if found is None:
+            return ChunkCache() if ranking is None else RankedChunkCache(ranking)
+        return RankedChunkCache(ranking, served={"segments": found.arrays})
 
     def _page_encode(self, trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
         # What an exported page of this widget embeds (page_html looks for this): a scan's
@@ -445,11 +466,13 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         return self._segments.keys(self.layer if self.stream == self._segments.stream else 0)
 
     @property
-    def segments(self) -> WidgetSegments | None:
+    def segments(self) -> WidgetSegments | ImageRows | None:
         """The ``segments=`` this widget shows (head view rows, receiver ranking); None without.
 
         ``.found`` is :func:`attnscope.segments` of the trace, ``.meta`` what the
-        browser reads (``_meta["segments"]``).
+        browser reads (``_meta["segments"]``). Without ``segments=``, a trace with
+        images gets :class:`~attnscope.display.image_rows.ImageRows` (each image one
+        row; ``meta["by"] == "images"``), computed a layer at a time.
 
         Examples
         --------
