@@ -1,4 +1,4 @@
-// The image view's geometry and colours (js/views/image_geometry.ts): panels, hit tests,
+// The image view's geometry and colours (js/views/image/image_geometry.ts): panels, hit tests,
 // a query's weights from an `image:` chunk, the tokens that weigh a patch most, the overlay.
 import { imageKey, parseChunkKey, pixelsKey, writeChunkKey } from "../../js/chunk_keys";
 import { offeredViews } from "../../js/offered_views";

@@ -1,4 +1,4 @@
-// The image view (js/views/image.ts) over hand-made chunks: the token strip, a click that
+// The image view (js/views/image/image.ts) over hand-made chunks: the token strip, a click that
 // sets the query, the putImageData of the heatmap, and a hovered patch's strongest queries.
 import { imageKey, pixelsKey } from "../../js/chunk_keys";
 import { createStore } from "../../js/state";
