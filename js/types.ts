@@ -82,7 +82,7 @@ export interface Meta {
 /** `_meta.segments`: how one stream's tokens are split into sentences, turns or given positions. */
 export interface SegmentsMeta {
   stream: string;
-  /** "sentences", "turns" or "positions". */
+  /** "sentences", "turns", "positions", or "images" (each image one row, every other token its own). */
   by: string;
   /** `[0, s1, ..., n]`: segment i is tokens edges[i] .. edges[i + 1] - 1. */
   edges: number[];

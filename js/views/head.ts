@@ -411,9 +411,10 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   }
   if (signed) bar.append(diffLegend());
   const unSave = saveButtons(bar, {
-    name: () => `attnscope-head-L${st().layer}`,
+    name: () => `attnscope-head-${segmentRows(meta, st()) ? `${meta.segments?.by ?? "segments"}-` : ""}L${st().layer}`,
     // Above the picture (js/export_image.ts): under it, the caption met the last label.
     caption: () => {
+      if (segmentRows(meta, st())) return segPanel.caption();
       const g = layout(), s = st(), { first, last } = visibleRows(g);
       const shown = last - first + 1 < g.rows ? [`rows ${first + 1}–${last + 1} of ${g.rows} drawn (those on screen; scroll the view to export others)`] : [];
       const options = [s.hide_special ? "special tokens hidden" : "", s.words ? "words" : ""].filter(Boolean);
@@ -424,6 +425,7 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
       ].filter(Boolean);
     },
     picture: () => {
+      if (segmentRows(meta, st())) return segPanel.picture(widthOf(view), colors, theme);
       const g = layout();
       const s = st();
       return {

@@ -8,11 +8,12 @@ import { hex, type ThemeColors } from "../colors";
 import { segmentsKey } from "../chunk_keys";
 import { chunkWords } from "../chunk_words";
 import { isolate, labelElement } from "../label_text";
+import { canvasPainter } from "../paint/canvas_painter";
+import type { Picture } from "../paint/painter";
 import type { AppState, Chunk, DataSource, Meta, SegmentsMeta, Store } from "../types";
 import { fmt, h, setStatus, sizeCanvas, type Listeners } from "./common";
-import {
-  SEGMENT_ROW, segmentKeyWeights, segmentLayout, segmentLines, segmentY, type SegmentFocus,
-} from "./segment_geometry";
+import { SEGMENT_ROW, segmentLayout, type SegmentFocus } from "./segment_geometry";
+import { paintSegmentLabels, paintSegmentLines, segmentCaption } from "./segment_paint";
 
 export interface SegmentPanel {
   el: HTMLElement;
@@ -20,6 +21,10 @@ export interface SegmentPanel {
   load: () => void;
   /** Draw with these head colours; true once the chunk was there to draw. */
   draw: (width: number, colors: readonly string[], theme: ThemeColors) => boolean;
+  /** What the panel shows, labels drawn, for a PNG or SVG; null before its chunk is in. */
+  picture: (width: number, colors: readonly string[], theme: ThemeColors) => Picture | null;
+  /** The exported picture's caption (model, layer, heads, what the rows are). */
+  caption: () => string[];
 }
 
 /** Whether the head view offers segments for the shown stream. */
@@ -95,8 +100,7 @@ export function segmentPanel(meta: Meta, store: Store<AppState>, data: DataSourc
     if (!sm) return false;
     buildLabels(sm);
     const count = sm.labels.length;
-    const one = sm.by === "positions" ? "segment" : sm.by.replace(/s$/, "");
-    legend.textContent = `${count} ${one}s · a line's opacity: the mean over a ${one}'s query tokens of the weight summed over the other ${one}'s keys (attnscope.segments(...).mass) · hover a ${one} to follow its lines, click to keep it; the hover text gives its tokens`;
+    legend.textContent = legendText(sm);
     const g = segmentLayout(count, width);
     body.style.height = `${g.height}px`;
     colQ.style.width = colK.style.width = `${g.colW}px`;
@@ -110,51 +114,71 @@ export function segmentPanel(meta: Meta, store: Store<AppState>, data: DataSourc
       }
     }
     const c = sizeCanvas(canvas, width, g.height);
-    const mass = chunk && !chunk.error ? chunk.arrays.mass : undefined;
+    const values = massOf();
     el.dataset.segments = String(count);
-    if (!c) return !!mass;
+    if (!c) return !!values;
     c.clearRect(0, 0, width, g.height);
-    if (!mass) { el.dataset.lines = "0"; return false; }
-    const heads = store.get().heads;
-    const values = mass.data as Float32Array;
-    const lines = segmentLines(values, count, heads, f);
-    c.lineWidth = 1.5;
-    for (const line of lines) {
-      c.globalAlpha = line.w;
-      c.strokeStyle = colors[line.head] ?? hex(theme.fg);
-      c.beginPath();
-      c.moveTo(g.x0, segmentY(line.a));
-      c.lineTo(g.x1, segmentY(line.b));
-      c.stroke();
-    }
-    c.globalAlpha = 1;
-    // The focused query segment's key bars: its largest mass over the shown heads, behind each key label.
-    const bars = segmentKeyWeights(values, count, heads, f);
+    if (!values) { el.dataset.lines = "0"; return false; }
+    // The lines, and the focused query segment's key bars behind each key label.
+    const { lines, bars } = paintSegmentLines(canvasPainter(c, theme.font), g, values, count, store.get().heads, f, colors, theme);
     const tips = colK.children;
     for (let b = 0; b < count; b++) {
-      const w = bars?.[b] ?? 0;
-      if (w > 0) {
-        c.globalAlpha = 0.35;
-        c.fillStyle = hex(theme.accent);
-        c.fillRect(g.x1, b * SEGMENT_ROW + 2, w * g.colW, SEGMENT_ROW - 4);
-        c.globalAlpha = 1;
-      }
       const tip = tips[b] as HTMLElement | undefined;
-      if (tip) tip.dataset.weight = bars ? fmt(w) : "";
+      if (tip) tip.dataset.weight = bars ? fmt(bars[b] as number) : "";
     }
-    el.dataset.lines = String(lines.length);
+    el.dataset.lines = String(lines);
     return true;
   }
 
-  return { el, load, draw };
+  const massOf = (): Float32Array | null => {
+    const mass = chunk && !chunk.error ? chunk.arrays.mass : undefined;
+    return mass ? (mass.data as Float32Array) : null;
+  };
+
+  function picture(width: number, colors: readonly string[], theme: ThemeColors): Picture | null {
+    const sm = segs(), values = massOf();
+    if (!sm || !values) return null;
+    const g = segmentLayout(sm.labels.length, width), f = focus(), heads = store.get().heads;
+    return {
+      width, height: g.height, background: hex(theme.bg), font: theme.font,
+      paint: (p) => {
+        paintSegmentLines(p, g, values, sm.labels.length, heads, f, colors, theme);
+        paintSegmentLabels(p, g, sm.labels, f, theme);
+      },
+    };
+  }
+
+  function caption(): string[] {
+    const sm = segs(), s = store.get(), stream = meta.streams[s.stream];
+    if (!sm || !stream) return [];
+    const f = focus();
+    return segmentCaption(meta.title ?? "", stream.layers[s.layer] ?? s.layer, s.heads, stream.num_heads, sm, f ? sm.labels[f.i] ?? null : null);
+  }
+
+  return { el, load, draw, picture, caption };
+}
+
+/** The panel's legend: how many rows, what they are, what a line's opacity is. */
+function legendText(sm: SegmentsMeta): string {
+  const count = sm.labels.length;
+  if (sm.by === "images") {
+    const images = sm.labels.filter((l) => /^img\d+ \(/.test(l)).length;
+    return `${count} rows: ${images} ${images === 1 ? "image" : "images"} as one row each, every other token its own · a line's opacity: the mean over a row's query tokens of the weight summed over the other row's keys · hover a row to follow its lines, click to keep it; the hover text gives its tokens`;
+  }
+  const one = sm.by === "positions" ? "segment" : sm.by.replace(/s$/, "");
+  return `${count} ${one}s · a line's opacity: the mean over a ${one}'s query tokens of the weight summed over the other ${one}'s keys (attnscope.segments(...).mass) · hover a ${one} to follow its lines, click to keep it; the hover text gives its tokens`;
 }
 
 /** The head view's switch between token rows and segment rows (shown when `_meta.segments` is of the stream). */
 export function segmentToggle(meta: Meta, store: Store<AppState>, L: Listeners): { el: HTMLElement; sync: () => void } {
   const by = meta.segments?.by === "positions" ? "segments" : meta.segments?.by ?? "segments";
-  const el = h("label", "attnscope-check attnscope-seg-toggle", { title: `Rows are ${by} (lines: the mean over a ${by.replace(/s$/, "")}'s queries of the weight summed over each other's keys), or tokens` });
+  const images = by === "images";
+  const title = images
+    ? "Each image one row (its tokens' attention summed), every other token its own row; unticked: every token a row"
+    : `Rows are ${by} (lines: the mean over a ${by.replace(/s$/, "")}'s queries of the weight summed over each other's keys), or tokens`;
+  const el = h("label", "attnscope-check attnscope-seg-toggle", { title });
   const input = h("input", "", { type: "checkbox", "data-testid": "toggle-segments" });
-  el.append(input, document.createTextNode(by));
+  el.append(input, document.createTextNode(images ? "collapse images" : by));
   L.on(input, "change", () => store.set({ segment_rows: input.checked }));
   const sync = (): void => {
     const s = store.get();
