@@ -54,7 +54,7 @@ export function mount(model: ModelHost, el: HTMLElement): Cleanup {
   const start = (): void => {
     teardown();
     const meta = model.get("_meta");
-    if (!meta || !meta.streams || !Object.keys(meta.streams).length) {
+    if (!meta?.streams || !Object.keys(meta.streams).length) {
       teardown = errorBox(el, "attnscope: this widget has no attention data (_meta is empty).");
       return;
     }

@@ -32,10 +32,10 @@ export function oklchToHex(L: number, C: number, hDeg: number): string {
     -1.2684380046 * l + 2.6097574011 * m - 0.3413193965 * s,
     -0.0041960863 * l - 0.7034186147 * m + 1.707614701 * s,
   ];
-  return "#" + rgb.map((v) => {
+  return `#${rgb.map((v) => {
     const c = v <= 0.0031308 ? 12.92 * v : 1.055 * Math.max(v, 0) ** (1 / 2.4) - 0.055;
     return Math.round(Math.min(1, Math.max(0, c)) * 255).toString(16).padStart(2, "0");
-  }).join("");
+  }).join("")}`;
 }
 
 export type RGB = [number, number, number];
@@ -43,11 +43,11 @@ export type RGB = [number, number, number];
 export function parseColor(text: string, fallback: RGB = [0, 0, 0]): RGB {
   const t = text.trim();
   let m = /^#([0-9a-f]{3})$/i.exec(t);
-  if (m && m[1]) return [...m[1]].map((c) => parseInt(c + c, 16)) as RGB;
+  if (m?.[1]) return [...m[1]].map((c) => parseInt(c + c, 16)) as RGB;
   m = /^#([0-9a-f]{6})/i.exec(t);
-  if (m && m[1]) return [0, 2, 4].map((i) => parseInt(m![1]!.slice(i, i + 2), 16)) as RGB;
+  if (m?.[1]) return [0, 2, 4].map((i) => parseInt(m![1]!.slice(i, i + 2), 16)) as RGB;
   m = /^rgba?\(([^)]+)\)/i.exec(t);
-  if (m && m[1]) {
+  if (m?.[1]) {
     const parts = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
     if (parts.length >= 4 && parts[3] === 0) return fallback;
     if (parts.length >= 3 && parts.slice(0, 3).every(Number.isFinite)) return parts.slice(0, 3) as RGB;
@@ -67,7 +67,7 @@ export function textOn(background: string): "#000000" | "#ffffff" {
 }
 
 export const hex = ([r, g, b]: RGB): string =>
-  "#" + [r, g, b].map((v) => Math.round(v).toString(16).padStart(2, "0")).join("");
+  `#${[r, g, b].map((v) => Math.round(v).toString(16).padStart(2, "0")).join("")}`;
 
 /** Colours canvases draw with, read from the root's computed CSS variables. */
 export interface ThemeColors {

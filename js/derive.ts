@@ -29,7 +29,7 @@ export interface QkParts {
 
 const scalar = (c: Chunk, name: string): number | null => {
   const a = c.arrays[name];
-  return a && a.data.length ? (a.data[0] as number) : null;
+  return a?.data.length ? (a.data[0] as number) : null;
 };
 
 /** The arrays and scalars of a `qk:` chunk, named. */

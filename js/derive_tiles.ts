@@ -13,7 +13,7 @@ const DECADES = 6;
 /** A tile key's parts, or null when it names no tile of `sm`. */
 export function parseTileKey(key: string, sm: StreamMeta): { layer: number; heads: number[]; level: number; row: number; col: number } | null {
   const p = parseChunkKey(key);
-  if (!p || p.kind !== "tile" || p.tile === null || p.layer === null) return null;
+  if (p?.kind !== "tile" || p.tile === null || p.layer === null) return null;
   const [level, row, col] = p.tile;
   const heads = p.head === null ? Array.from({ length: sm.num_heads }, (_, h) => h) : [p.head];
   return heads.every((h) => h < sm.num_heads) ? { layer: p.layer, heads, level, row, col } : null;

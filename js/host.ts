@@ -10,6 +10,7 @@ import type { Chunk, Meta, StreamMeta } from "./types";
 
 export type { EmbeddedChunk } from "./saved";
 
+// biome-ignore lint/suspicious/noExplicitAny: callbacks of every event share one registry (anywidget's model.on takes any callback)
 type Callback = (...args: any[]) => void;
 
 /** Most weights of one head the page computes whole (a 5792 × 5792 head; 32 MB of bytes). */

@@ -74,7 +74,7 @@ export function fitLabel(s: string, max = IMAGE_LABEL_CHARS): string {
   graphemes ??= new Intl.Segmenter(undefined, { granularity: "grapheme" });
   const kept: string[] = [];
   for (const { segment } of graphemes.segment(s)) {
-    if (kept.length === max) return kept.slice(0, max - 1).join("") + "…";
+    if (kept.length === max) return `${kept.slice(0, max - 1).join("")}…`;
     kept.push(segment);
   }
   return s;

@@ -38,8 +38,7 @@ export function keySide(meta: Meta, s: StreamMeta): Side { return side(meta, s.k
 
 /** The first query token that is neither special nor padding (0 when all are). */
 export function defaultQuery(sideQ: Side): number {
-  const i = sideQ.kinds.findIndex((k) => k === "token");
-  return i < 0 ? 0 : i;
+  return Math.max(0, sideQ.kinds.indexOf("token"));
 }
 
 /** CSS class suffixes for a token row. */

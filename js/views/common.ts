@@ -52,7 +52,7 @@ export function markDrawn(view: HTMLElement, ready: boolean): void {
  * host swaps its theme's stylesheets): it is tried once more on the next frame,
  * since a resize observer never hears of a width that is back by then.
  */
-export function scheduler(draw: () => boolean | void): { request: () => void; cancel: () => void } {
+export function scheduler(draw: () => unknown): { request: () => void; cancel: () => void } {
   let queued = false;
   let live = true;
   let retrying = false;
@@ -90,7 +90,7 @@ export function setStatus(el: HTMLElement, text: string | null, kind: "info" | "
  */
 export function widthOf(el: HTMLElement): number {
   const w = el.clientWidth || el.getBoundingClientRect().width;
-  return w > 0 ? w : 0;
+  return Math.max(0, w);
 }
 
 /**

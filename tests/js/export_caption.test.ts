@@ -23,8 +23,8 @@ async function savedSvg(view: HTMLElement): Promise<string> {
   return blobs[0]!.text();
 }
 
-const unescape = (t: string): string => t.replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
-const texts = (svg: string): string[] => [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => unescape(m[1]!));
+const unescapeXml = (t: string): string => t.replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+const texts = (svg: string): string[] => [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => unescapeXml(m[1]!));
 
 describe("captioned", () => {
   const square: Picture = {

@@ -3,6 +3,9 @@ import { renderPage } from "../../js/standalone";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, until, type Fixture } from "./helpers/fixture";
 
+/** The page host's reply to a request, as far as these tests read it. */
+interface Reply { type: string; chunks: { key: string; error?: string; arrays?: { name: string; buffer: number }[] }[] }
+
 beforeAll(installCanvas);
 afterEach(() => { document.body.replaceChildren(); });
 
@@ -46,13 +49,13 @@ describe("page host", () => {
   it("answers send({type: request}) from embedded deflate-raw chunks", async () => {
     const f = makeFixture();
     const host = createPageHost({}, await embed(f, ["qk:self:0:1", "top:self:0"]));
-    const got = new Promise<[any, Uint8Array[]]>((resolve) => host.on("msg:custom", (c: unknown, b: Uint8Array[]) => resolve([c, b])));
+    const got = new Promise<[Reply, Uint8Array[]]>((resolve) => host.on("msg:custom", (c: unknown, b: Uint8Array[]) => resolve([c as Reply, b])));
     host.send({ type: "request", keys: ["qk:self:0:1", "attn:self:0:0"] });
     const [content, buffers] = await got;
     expect(content.type).toBe("chunks");
     expect(content.chunks[1]).toEqual({ key: "attn:self:0:0", error: expect.stringMatching(/not included/) });
-    const q = content.chunks[0].arrays.find((a: { name: string }) => a.name === "q");
-    const qArr = new Float32Array(buffers[q.buffer]!.slice().buffer);
+    const q = content.chunks[0]!.arrays!.find((a) => a.name === "q");
+    const qArr = new Float32Array(buffers[q!.buffer]!.slice().buffer);
     expect(Array.from(qArr)).toEqual(Array.from(f.q[0]![1]!));
   });
 

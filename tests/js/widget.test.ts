@@ -42,7 +42,7 @@ describe("widget glue", () => {
     model.kernelSet("view", "neuron");
     model.kernelSet("layer", 1);
     await until(() => ready(el, "neuron-view"));
-    expect(model.log.sent.map((m) => (m as { keys: string[] }).keys).flat()).toContain("qk:self:1:0");
+    expect(model.log.sent.flatMap((m) => (m as { keys: string[] }).keys)).toContain("qk:self:1:0");
     expect(el.querySelector<HTMLSelectElement>('[data-testid="layer-select"]')!.value).toBe("1");
     expect(el.querySelector('[data-testid="tab-neuron"]')!.getAttribute("aria-selected")).toBe("true");
   });

@@ -251,7 +251,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
     const rowEl = t.closest("[data-key]") as HTMLElement | null;
     const j = rowEl ? Number(rowEl.dataset.key) : -1;
     const kd = j >= 0 && chunk ? (arr(chunk, "k").data[j * rows.D + d] as number) : NaN;
-    readout.textContent = d < 0 ? "" : `dim ${d}: q=${fmt(rows.q[d] as number)}` + (j >= 0 ? `, k=${fmt(kd)}, q×k=${fmt((rows.q[d] as number) * kd)}` : "");
+    readout.textContent = d < 0 ? "" : `dim ${d}: q=${fmt(rows.q[d] as number)}${j >= 0 ? `, k=${fmt(kd)}, q×k=${fmt((rows.q[d] as number) * kd)}` : ""}`;
     view.dataset.hoverDim = String(d);
     sched.request();
   };

@@ -40,7 +40,7 @@ export function installCanvas(): void {
     return c;
   };
   proto.toDataURL = () => "data:image/png;base64,AAAA";
-  proto.toBlob = function (cb: (b: Blob | null) => void) { cb(new Blob(["png"], { type: "image/png" })); };
+  proto.toBlob = (cb: (b: Blob | null) => void) => { cb(new Blob(["png"], { type: "image/png" })); };
 }
 
 export function ctxOf(c: HTMLCanvasElement): RecordingContext {

@@ -69,7 +69,7 @@ export function makeFixture(o: FixtureOptions = {}): Fixture {
           const z = e.reduce((x, y) => x + y, 0);
           e.forEach((x, j) => { a[i * K + j] = x / z; });
         }
-        out.q[l]!.push(qh); out.k[l]!.push(kh); out.att[l]!.push(a); out.bias?.[l]!.push(bh as Float32Array);
+        out.q[l]!.push(qh); out.k[l]!.push(kh); out.att[l]!.push(a); if (out.bias) out.bias[l]!.push(bh as Float32Array);
       }
     }
     return out;
@@ -234,6 +234,7 @@ export async function until(cond: () => boolean, ms = 2000): Promise<void> {
   }
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: stands in for anywidget's model.on, which takes any callback
 export type Handler = (...args: any[]) => void;
 
 /** An anywidget-like model; answers requests like the kernel would. */
@@ -251,7 +252,7 @@ export function mockModel(f: Fixture, traits: Record<string, unknown> = {}, opts
     // Typed as anywidget types its model, so tests pass it where the widget expects one.
     get: <K extends keyof WidgetTraits>(k: K) => values.get(k) as WidgetTraits[K],
     set: <K extends keyof WidgetTraits>(k: K, v: WidgetTraits[K]) => { values.set(k, v); log.sets.push([k, v]); emit(`change:${k}`); },
-    on: (ev: string, fn: Handler) => { log.on++; let s = handlers.get(ev); if (!s) handlers.set(ev, (s = new Set())); s.add(fn); },
+    on: (ev: string, fn: Handler) => { log.on++; let s = handlers.get(ev); if (!s) { s = new Set(); handlers.set(ev, s); } s.add(fn); },
     off: (ev?: string | null, fn?: Handler | null) => { log.off++; if (ev && fn) handlers.get(ev)?.delete(fn); },
     save_changes: () => { log.saves++; },
     send: (content: { type: string; keys: string[] }) => {
