@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from traitlets import TraitError
 
 import attnscope
 import attnscope.display.segmented
@@ -137,6 +138,26 @@ def test_page_and_saved_state_carry_the_segments(trace: AttentionTrace) -> None:
     assert bundle is not None
     assert next(iter(widget._saved)) == segments_key("self", 2)
     assert segments_key("self", 2) in bundle[0]["text/html"]
+
+
+def test_segment_rows_is_synced_both_ways(trace: AttentionTrace) -> None:
+    widget = AttentionWidget(trace, segments="sentences", layer=2)
+    assert widget.segment_rows is True  # segments= opens on segment rows
+    assert widget.get_state(["segment_rows"]) == {"segment_rows": True}
+    # The browser's checkbox: an update message from the front end sets the trait.
+    widget.set_state({"segment_rows": False})
+    assert widget.segment_rows is False
+    # What the widget saves follows: token rows need no segment chunk.
+    widget._repr_mimebundle_()
+    assert segments_key("self", 2) not in widget._saved
+    widget.segment_rows = True
+    assert next(iter(widget._saved)) == segments_key("self", 2)
+    # Python sets it at the start, and the exported page opens that way.
+    tokens_first = AttentionWidget(trace, segments="sentences", segment_rows=False)
+    state = embedded(page_html(tokens_first, views=("head",)), "attnscope-state")
+    assert state["segment_rows"] is False
+    with pytest.raises(TraitError):
+        widget.segment_rows = "yes"
 
 
 def test_show_head_view_passes_segments(minilm: tuple[Any, Any]) -> None:

@@ -9,8 +9,10 @@ must go back to token rows and forth again. ``--screenshots=DIR`` writes the pic
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree as ET
 
 import pytest
 from page_kit import ExportedPage, canvas_stats
@@ -87,6 +89,37 @@ def test_segment_rows_draw_sentences_and_lines(
     exported.redraw_after("head", toggle.check)
     assert page.locator(".attnscope-seg").is_visible()
     assert lines(exported) == everything
+
+
+def saved(exported: ExportedPage, kind: str) -> bytes:
+    """The file the head view's PNG or SVG button saves."""
+    with exported.page.expect_download() as info:
+        exported.view("head").locator(f'[data-testid="save-{kind}"]').click()
+    return Path(info.value.path()).read_bytes()
+
+
+def test_segment_rows_export_png_and_svg(page: Any, segmented_page: Path) -> None:
+    exported = ExportedPage(page, segmented_page.as_uri()).open()
+    assert page.locator('[data-testid="save-png"]').is_visible()
+    png = saved(exported, "png")
+    Path("/tmp/attnscope-segments-export.png").write_bytes(png)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", png[16:24])
+    panel = page.locator(SEGMENT_CANVAS).bounding_box()
+    assert width >= 2 * round(panel["width"])  # twice the CSS size
+    assert height > 2 * round(panel["height"])  # and a caption band above the rows
+
+    svg = ET.fromstring(saved(exported, "svg"))
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = ["".join(t.itertext()).strip("\u2066\u2067\u2068\u2069") for t in svg.iter(f"{ns}text")]
+    caption = " ".join(texts[:3])
+    assert "layer 1" in caption
+    assert "heads 0, 3, 7" in caption
+    assert "7 rows: sentences" in caption
+    # Each sentence drawn on both sides, and the lines the canvas holds.
+    assert texts.count("First, add the numbers.") == 2
+    assert texts.count("Done.") == 2
+    assert len(list(svg.iter(f"{ns}line"))) == lines(exported)
 
 
 def test_model_view_ranks_by_receiver_score(page: Any, segmented_page: Path) -> None:
