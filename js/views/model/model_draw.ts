@@ -1,0 +1,128 @@
+// The model view's pictures: the grid of every layer's heads (with the ranking's
+// badges), its scale legend, and the hovered cell's large preview.
+import { hex, LONG_INPUT } from "../../colors";
+import { attnKey } from "../../chunk_keys";
+import { arr } from "../../data";
+import { generationOf } from "../../generation";
+import { canvasPainter } from "../../paint/canvas_painter";
+import { keySide, querySide } from "../../tokens";
+import { markDrawn, sizeCanvas, widthOf } from "../common";
+import { divergenceNote, gridOrder, signedThumbnails } from "../compare/compare_grid";
+import { gridGeometry, heatmapTile, paintGrid, rowsToOwnMax, THUMB_DECADES, type GridScene, type Thumbnails } from "./model_grid";
+import { AXIS_LEFT, AXIS_TOP, drawPreview as paintPreview, MAP } from "./model_preview";
+import { cellNumbers, layerRanking, paintBadges, statValues } from "./model_stats";
+import { firstRow, perRow, streamNow, type Cell, type ModelView } from "./model_state";
+
+/** The legend's words for the scale. */
+export function sayScale(m: ModelView): void {
+  const { legend, view } = m.dom;
+  legend.textContent = m.signed
+    ? "each cell scaled to its own largest change"
+    : m.heat === "log"
+      ? `log scale over ${THUMB_DECADES} decades of each cell's largest weight (faintest: 10⁻${THUMB_DECADES} of it)`
+      : perRow(m)
+        ? `linear, each row of a cell scaled to its own largest weight (over ${LONG_INPUT} tokens a row's weights are too faint beside the cell's largest)`
+        : "each cell scaled to its own largest weight (linear)";
+  view.dataset.scale = m.heat;
+  view.dataset.perRow = String(perRow(m));
+}
+
+/** The loaded thumbnails; rows and columns from the chunk's shape (falls back to _meta). */
+export function thumbnails(m: ModelView): Thumbnails | null {
+  const thumbs = m.thumbs;
+  if (!thumbs || thumbs.error) return null;
+  const sm = streamNow(m), a = arr(thumbs, "thumbs");
+  if (m.signed) return signedThumbnails(thumbs, sm);
+  const rows = a.shape[2] ?? sm.thumb_rows, cols = a.shape[3] ?? sm.thumb_cols;
+  let bytes = a.data as Uint8Array;
+  if (perRow(m)) {
+    if (m.ownMax?.from !== bytes) m.ownMax = { from: bytes, data: rowsToOwnMax(bytes, cols) };
+    bytes = m.ownMax.data;
+  }
+  return { data: bytes, rows, cols };
+}
+
+/** The ranking statistic's values, once its chunk is here; null without a ranking. */
+export const ranked = (m: ModelView): Float32Array | null => statValues(m.stats, m.ctx.store.get().rank_by);
+
+export function scene(m: ModelView): GridScene {
+  const sm = streamNow(m), s = m.ctx.store.get(), values = ranked(m);
+  const compared = gridOrder(m.ctx.meta, s);
+  const order = compared ?? (values ? layerRanking(values, sm.layers.length, sm.num_heads) : null);
+  return { geo: m.geo, layerNumbers: sm.layers, heads: sm.num_heads, thumbs: thumbnails(m), lut: m.lut, theme: m.theme, selected: { layer: s.layer, head: s.head }, order, orderWithinLayers: !compared };
+}
+
+/** The grid, and the ranking's badges over it. */
+export function paintAll(m: ModelView, p: Parameters<typeof paintGrid>[0], sc: GridScene): void {
+  paintGrid(p, sc);
+  const values = ranked(m);
+  if (values && sc.order && sc.orderWithinLayers) paintBadges(p, sc.geo, { values, order: sc.order, layers: sc.layerNumbers.length, heads: sc.heads }, sc.theme);
+}
+
+/** Draw now; `false` when the view has no width (hidden) and nothing was drawn. */
+export function drawGrid(m: ModelView): boolean {
+  const { store, meta } = m.ctx;
+  const { view, only, onlyBox, canvas, rankBy } = m.dom;
+  const sm = streamNow(m);
+  only.hidden = !generationOf(meta, store.get().stream);
+  onlyBox.checked = store.get().generated_only;
+  const width = widthOf(view);
+  if (!width) return false; // the scheduler tries again next frame, watchResize once it has a width
+  m.geo = gridGeometry(sm.layers.length, sm.num_heads, width);
+  const dpr = window.devicePixelRatio || 1;
+  const c = sizeCanvas(canvas, m.geo.width, m.geo.height, dpr);
+  if (c) {
+    const p = canvasPainter(c, m.theme.font, dpr, m.pixels);
+    p.rect(0, 0, m.geo.width, m.geo.height, hex(m.theme.bg));
+    paintAll(m, p, scene(m));
+  }
+  view.dataset.rankedBy = ranked(m) ? (store.get().rank_by ?? "") : "";
+  if (rankBy) rankBy.value = store.get().rank_by ?? "";
+  markDrawn(view, !!m.thumbs && !m.thumbs.error);
+  return true;
+}
+
+/** The hovered cell, large: from its full-resolution chunk once that has arrived, else its thumbnail. */
+export function drawPreview(m: ModelView, cell: Cell): void {
+  const { store, data, meta } = m.ctx;
+  const { preview, pcanvas, pcap } = m.dom;
+  const s = store.get();
+  const sm = streamNow(m);
+  const from = firstRow(m);
+  const numbers = cellNumbers(m.stats, m.statistics, sm.num_heads, cell.l, cell.h);
+  pcap.textContent = `Layer ${sm.layers[cell.l] ?? cell.l} · head ${cell.h}${from ? " · generated rows" : ""}${divergenceNote(meta, s.stream, cell.l, cell.h)}${numbers.length ? `\n${numbers.join(" · ")}` : ""}`;
+  const place = { x: AXIS_LEFT, y: AXIS_TOP, w: MAP, h: MAP };
+  const full = data.peek(attnKey(s.stream, cell.l, cell.h));
+  const small = thumbnails(m);
+  let tile = null, rowsFrom = 0;
+  if (full && !full.error) {
+    rowsFrom = from;
+    const rm = arr(full, "rowmax").data.subarray(from);
+    let mx = 0;
+    for (const v of rm) if (v > mx) mx = v;
+    // Keep per-row quantisation honest: scale each row by rowmax / max.
+    // (Each row's bytes are to its own largest: left so when the grid's rows are too.)
+    const scale = perRow(m) ? null : Array.from(rm, (v) => (mx > 0 ? v / mx : 0));
+    const weight = arr(full, "weight").data.subarray(from * sm.k_len);
+    tile = heatmapTile(place, weight, sm.q_len - from, sm.k_len, scale, m.attnLut, undefined, m.signed);
+    preview.dataset.source = "attn";
+  } else if (small) {
+    const n = small.rows * small.cols, at = (cell.l * sm.num_heads + cell.h) * n;
+    const gain = small.gain?.(cell.l * sm.num_heads + cell.h) ?? null;
+    tile = heatmapTile(place, small.data.subarray(at, at + n), small.rows, small.cols, gain, m.lut, undefined, small.signed);
+    preview.dataset.source = "thumb";
+  }
+  // Nothing loaded: the axes alone, the previous cell blanked out.
+  paintPreview(pcanvas, { tile, sideQ: querySide(meta, sm), sideK: keySide(meta, sm), theme: m.theme, firstQuery: rowsFrom });
+}
+
+/**
+ * The preview beside its cell, never past the grid's box (which scrolls, and would clip
+ * it): lower rows open it upward, and a grid shorter than it (few layers) grows to hold it.
+ */
+export function placePreview(m: ModelView, y: number): void {
+  const { preview, wrap } = m.dom;
+  const ph = preview.offsetHeight;
+  wrap.style.minHeight = ph > m.geo.height ? `${ph}px` : "";
+  preview.style.top = `${Math.max(0, Math.min(y, Math.max(m.geo.height, ph) - ph))}px`;
+}

@@ -1,0 +1,92 @@
+// The model view's answers: hover a cell (its preview, its full chunk fetched after
+// a pause), click it (open it in the head or neuron view), the toolbar's controls,
+// and the store's changes.
+import { LONG_INPUT, type HeatScale } from "../../colors";
+import { attnKey } from "../../chunk_keys";
+import type { Listeners } from "../common";
+import { drawPreview, placePreview, sayScale, scene } from "./model_draw";
+import { cellAt, GAP, placedOrigin } from "./model_grid";
+import { loadStats, loadThumbs } from "./model_load";
+import { AXIS_LEFT, MAP } from "./model_preview";
+import { firstRow, readModelTheme, setLuts, streamNow, type Cell, type ModelView } from "./model_state";
+
+const PREVIEW_W = AXIS_LEFT + MAP + 4;
+const HOVER_FETCH_MS = 120;
+
+/** The cell under the pointer, as (layer, head): columns are ranks when heads are ranked. */
+function cellUnder(m: ModelView, e: MouseEvent): Cell | null {
+  const r = m.dom.canvas.getBoundingClientRect();
+  const sm = streamNow(m);
+  return cellAt(m.geo, e.clientX - r.left, e.clientY - r.top, sm.layers.length, sm.num_heads, scene(m).order);
+}
+
+/** The query row at the click's height within a long input's cell (rows `firstRow()..q_len`), or null. */
+function clickedQuery(m: ModelView, e: MouseEvent, cell: Cell): number | null {
+  const sm = streamNow(m);
+  if (m.signed || sm.q_len <= LONG_INPUT) return null;
+  const r = m.dom.canvas.getBoundingClientRect();
+  const origin = placedOrigin(m.geo, cell.l, cell.h, sm.num_heads, scene(m).order);
+  const share = Math.max(0, Math.min(1, (e.clientY - r.top - origin.y) / m.geo.cell));
+  const from = firstRow(m);
+  return Math.min(sm.q_len - 1, from + Math.floor(share * (sm.q_len - from)));
+}
+
+/** No cell hovered: the preview hidden, its pending fetch dropped. */
+export function hideHover(m: ModelView): void {
+  m.hoverCell = null;
+  m.dom.preview.hidden = true;
+  if (m.hoverTimer) { clearTimeout(m.hoverTimer); m.hoverTimer = null; }
+}
+
+function hover(m: ModelView, e: MouseEvent): void {
+  const { store, data } = m.ctx;
+  const { preview } = m.dom;
+  const cell = cellUnder(m, e);
+  if (!cell) { hideHover(m); return; }
+  preview.hidden = false;
+  const origin = placedOrigin(m.geo, cell.l, cell.h, streamNow(m).num_heads, scene(m).order);
+  preview.style.left = `${Math.min(origin.x + m.geo.cell + GAP + 8, Math.max(0, m.geo.width - PREVIEW_W - 8))}px`;
+  placePreview(m, origin.y);
+  if (m.hoverCell?.l === cell.l && m.hoverCell.h === cell.h) return;
+  m.hoverCell = cell;
+  loadStats(m, true);
+  drawPreview(m, cell);
+  if (m.hoverTimer) clearTimeout(m.hoverTimer);
+  const key = attnKey(store.get().stream, cell.l, cell.h);
+  if (data.peek(key)) return;
+  m.hoverTimer = setTimeout(() => {
+    m.hoverTimer = null;
+    data.request([key]).then(() => {
+      if (m.hoverCell?.l === cell.l && m.hoverCell.h === cell.h) drawPreview(m, cell);
+    }).catch(() => undefined);
+  }, HOVER_FETCH_MS);
+}
+
+/** The pointer on the grid and the toolbar's controls. */
+export function bindModelEvents(m: ModelView, L: Listeners): void {
+  const { store } = m.ctx;
+  const { canvas, onlyBox, scaleSel } = m.dom;
+  L.on(onlyBox, "change", () => store.set({ generated_only: onlyBox.checked }));
+  L.on(scaleSel, "change", () => { m.heat = scaleSel.value as HeatScale; setLuts(m); sayScale(m); m.redraw(); });
+  L.on<MouseEvent>(canvas, "mousemove", (e) => hover(m, e));
+  L.on(canvas, "mouseleave", () => hideHover(m));
+  L.on<MouseEvent>(canvas, "click", (e) => {
+    const cell = cellUnder(m, e);
+    if (!cell) return;
+    const open = { layer: cell.l, heads: [cell.h], head: cell.h, view: e.shiftKey ? "neuron" as const : "head" as const };
+    // A long input's cell is a map of its rows: the click's height picks the query the view opens on.
+    const query = clickedQuery(m, e, cell);
+    store.set(query == null ? open : { ...open, query });
+  });
+}
+
+/** Follow the store: theme, stream, rows shown and ranking; returns the unsubscribe. */
+export function followStore(m: ModelView): () => void {
+  return m.ctx.store.subscribe((changed) => {
+    if (changed.has("theme_rev")) readModelTheme(m);
+    if (changed.has("stream")) sayScale(m);
+    if (changed.has("stream") || changed.has("generated_only")) loadThumbs(m);
+    if (changed.has("stream") || changed.has("rank_by")) loadStats(m);
+    m.redraw();
+  });
+}
