@@ -53,7 +53,8 @@ export function segmentPanel(meta: Meta, store: Store<AppState>, data: DataSourc
 
   function load(): void {
     const s = store.get();
-    if (!segs()) return;
+    // Only while rows are segments: a layer's chunk is heads x S^2 (image rows: up to 16 MiB).
+    if (!segmentRows(meta, s)) return;
     const key = segmentsKey(s.stream, s.layer);
     if (key === wanted && chunk) return;
     wanted = key;
