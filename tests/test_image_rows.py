@@ -90,12 +90,12 @@ def test_segment_rows_is_a_trait_python_sets(llava_trace: AttentionTrace) -> Non
     assert '"by":"images"' in page
 
 
-def _trace_with_image(text_tokens: int, heads: int) -> AttentionTrace:
+def _trace_with_image(text_tokens: int, heads: int, layers: int = 1) -> AttentionTrace:
     """``text_tokens`` plain tokens around a 4 x 4 image, uniform causal attention."""
     n = text_tokens + 16
     w = np.tril(np.ones((n, n), np.float32))
     w /= w.sum(-1, keepdims=True)
-    weights = np.broadcast_to(w, (1, heads, n, n)).copy()
+    weights = np.broadcast_to(w, (layers, heads, n, n)).copy()
     trace = AttentionTrace([f"t{i}" for i in range(n)], weights)
     trace.images = [ImageRegion(tuple(range(3, 19)), (4, 4), np.zeros((8, 8, 3), np.uint8))]
     return trace
@@ -113,6 +113,15 @@ def test_three_hundred_text_tokens_and_an_image_still_collapse() -> None:
     assert mass.shape == (4, 301, 301)
     assert mass[0, -1, 3] == pytest.approx(16 / 316, abs=1e-6)
     assert most_image_rows(32) >= 301
+
+
+def test_a_page_gives_the_rows_a_share_of_its_budget() -> None:
+    # 32 heads x 301 rows: 11.6 MB a layer (15.5 MB as base64), over a quarter of the page's
+    # 50 MB: the page holds the current layer's rows only, and the token rows' chunks still.
+    widget = AttentionWidget(_trace_with_image(300, 32, layers=3), layer=1)
+    assert widget._page_keys(("head",)) == [segments_key("self", 1)]
+    small = AttentionWidget(_trace_with_image(20, 4, layers=3), layer=1)
+    assert small._page_keys(("head",)) == [segments_key("self", p) for p in (1, 0, 2)]
 
 
 def test_too_many_rows_keep_token_rows_and_say_why() -> None:

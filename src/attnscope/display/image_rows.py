@@ -38,6 +38,8 @@ of 2 are a 26,624-pixel canvas, under chromium's 32,767."""
 MAX_IMAGE_ROW_BYTES = 16 * 1024 * 1024
 """Largest ``segments:`` chunk of one layer (``heads x S x S`` float32): 362 rows at 32
 heads, 1,024 at 4 (then :data:`MAX_IMAGE_ROWS` bounds)."""
+PAGE_SHARE = 4
+"""A saved page gives the image rows' chunks at most 1/PAGE_SHARE of its budget."""
 
 
 def most_image_rows(num_heads: int) -> int:
@@ -74,6 +76,17 @@ class ImageRows:
     def keys(self, layer: int = 0) -> list[str]:
         """Every layer's chunk key, ``layer`` (a position) first and then outward from it."""
         return layer_keys(self.stream, self.trace.streams[self.stream].num_layers, layer)
+
+    def page_keys(self, layer: int, budget: int) -> list[str]:
+        """The keys a saved page holds: ``layer``'s, then its neighbours' while they fit ``budget``.
+
+        ``budget`` is in bytes of base64 text; the rest of the page's budget stays
+        for the trace's own chunks (the token rows are what a page opens on).
+        """
+        shape = self.trace.streams[self.stream].num_heads * (len(self.edges) - 1) ** 2
+        each = 4 * shape * 4 // 3  # float32, as base64
+        keys = self.keys(layer)
+        return keys[: max(1, budget // max(1, each))]
 
     def arrays(self, key: ChunkKey) -> list[NamedArray]:
         """The ``segments:`` chunk of a layer: ``mass`` f32 ``(heads, S, S)``, computed now."""

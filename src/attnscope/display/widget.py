@@ -19,7 +19,7 @@ from attnscope._progress import take_emptied_output
 from attnscope._static import static_text, widget_module
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.analysis.statistics import STATISTICS
-from attnscope.display.image_rows import ImageRows, image_rows
+from attnscope.display.image_rows import PAGE_SHARE, ImageRows, image_rows
 from attnscope.display.lifetime import close_when_cell_reruns, forget_in_history
 from attnscope.display.page import DEFAULT_MAX_BYTES, save_html
 from attnscope.display.scan_ranking import RankedChunkCache, ScanRanking, scan_ranking
@@ -463,7 +463,10 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         # for this): with the head view, every layer's segments, the current layer first.
         if self._segments is None or "head" not in views:
             return []
-        return self._segments.keys(self.layer if self.stream == self._segments.stream else 0)
+        layer = self.layer if self.stream == self._segments.stream else 0
+        if isinstance(self._segments, ImageRows):  # offered, not asked for: a share of the page
+            return self._segments.page_keys(layer, DEFAULT_MAX_BYTES // PAGE_SHARE)
+        return self._segments.keys(layer)
 
     @property
     def segments(self) -> WidgetSegments | ImageRows | None:
