@@ -24,6 +24,8 @@ from attnscope.trace.images import ImageRegion
 from test_segments_widget import answered
 from vlm_models import TEXT, image
 
+pytestmark = pytest.mark.filterwarnings("ignore:.*receiver score needs:UserWarning")  # few segments
+
 
 @pytest.fixture(scope="module")
 def llava_trace() -> AttentionTrace:

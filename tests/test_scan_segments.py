@@ -23,6 +23,8 @@ from attnscope.errors import AttnscopeError
 from capture_models import bpe_tokenizer
 from test_capture_generate import MESSAGES, TEMPLATE, causal_lm
 
+pytestmark = pytest.mark.filterwarnings("ignore:.*receiver score needs:UserWarning")  # few segments
+
 REASONING = (
     "First, add the numbers. Then check the sum! Is it even? "
     "It is. So halve it. The answer is six. Done."
@@ -31,6 +33,8 @@ REASONING = (
 
 def excess_kurtosis(values: np.ndarray) -> float:
     values = values[~np.isnan(values)]
+    if len(values) < 4:  # of two values always -2, of three -1.5: no score
+        return float("nan")
     centred = values - values.mean()
     return float((centred**4).mean() / (centred**2).mean() ** 2 - 3)
 
@@ -111,7 +115,7 @@ def test_turns_of_a_chat_generation() -> None:
 
 def test_hand_made_receiver_head() -> None:
     """Head 0 sends every later query to sentence 1; head 1 spreads evenly: 0 receives most."""
-    n, edges = 12, [0, 3, 6, 9, 12]
+    n, edges = 15, [0, 3, 6, 9, 12, 15]
     spike = np.zeros((n, n), np.float32)
     spike[np.arange(n), np.minimum(np.arange(n), 3)] = 1.0  # queries >= 3 all look at key 3
     even = np.tril(np.ones((n, n), np.float32))
@@ -121,6 +125,23 @@ def test_hand_made_receiver_head() -> None:
     assert np.nanargmax(found.vertical[0, 0]) == 1
     assert found.heads()["top_segment"].tolist() == [1, 0]
     np.testing.assert_allclose(found.receiver, reference(trace, edges, 1)["receiver"])
+    assert found.receiver[0, 0] > found.receiver[0, 1]
+
+
+def test_too_few_segments_give_no_receiver_score_and_say_why() -> None:
+    """Three vertical scores: their kurtosis is -1.5 whatever they are, so it ranks nothing."""
+    n = 12
+    weights = np.random.default_rng(0).dirichlet(np.ones(n), (1, 2, n)).astype(np.float32)
+    trace = AttentionTrace([str(i) for i in range(n)], weights)
+    with pytest.warns(UserWarning, match=r"7 segments with proximity=4 leave 3 .* needs 4"):
+        found = attnscope.segments(trace, [2, 4, 6, 8, 9, 10])
+    assert np.isnan(found.receiver).all()
+    widget = attnscope.AttentionWidget(trace, segments=[2, 4, 6, 8, 9, 10])
+    assert widget.scan_ranking is None
+    assert any("No receiver scores: 7 segments leave 3" in n for n in widget._meta["notes"])
+    more = attnscope.AttentionWidget(trace, segments=[1, 2, 3, 4, 5, 6, 7, 8])
+    assert more.scan_ranking is not None
+    assert more.scan_ranking.names == ["scan:receiver"]
 
 
 @pytest.mark.parametrize(

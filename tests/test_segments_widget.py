@@ -25,11 +25,16 @@ from attnscope.errors import AttnscopeError
 from test_export import embedded, split_arrays
 from test_scan_segments import REASONING
 
+pytestmark = pytest.mark.filterwarnings("ignore:.*receiver score needs:UserWarning")  # few segments
+
+LONGER = REASONING + " Check it once more. It holds. Write it down. Then stop. Good."
+"""Twelve sentences: eight have four or more after them, so heads get receiver scores."""
+
 
 @pytest.fixture(scope="module")
 def trace(minilm: tuple[Any, Any]) -> AttentionTrace:
     model, tokenizer = minilm
-    return attnscope.capture(model, REASONING, tokenizer=tokenizer)
+    return attnscope.capture(model, LONGER, tokenizer=tokenizer)
 
 
 def answered(widget: AttentionWidget, key: str) -> dict[str, np.ndarray]:
@@ -49,7 +54,7 @@ def test_chunk_is_the_layers_segment_mass(trace: AttentionTrace) -> None:
     found = attnscope.segments(trace, "sentences")
     for layer in (0, 3, 5):
         mass = answered(widget, segments_key("self", layer))["mass"]
-        assert mass.shape == (12, 7, 7)
+        assert mass.shape == (12, 12, 12)
         np.testing.assert_array_equal(mass, found.mass[layer].astype(np.float32))
     meta = widget._meta["segments"]
     assert meta["stream"] == "self"
@@ -118,7 +123,9 @@ def test_scan_and_segments_rank_together(trace: AttentionTrace) -> None:
     assert widget.scan_ranking.names == ["scan:retrieval", "scan:receiver"]
     assert widget.rank_by == "scan:retrieval"
     with pytest.raises(AttnscopeError, match="adds them again"):
-        AttentionWidget(trace, scan=attnscope.segments(trace, [3]).heads(), segments=[5])
+        AttentionWidget(
+            trace, scan=attnscope.segments(trace, "sentences").heads(), segments="sentences"
+        )
 
 
 def test_page_and_saved_state_carry_the_segments(trace: AttentionTrace) -> None:
@@ -176,7 +183,7 @@ def test_bad_segments_are_refused_before_work(
     with pytest.raises(AttnscopeError, match="comparison"):
         AttentionWidget(attnscope.compare(trace, trace), segments="sentences")
     monkeypatch.setattr(attnscope.display.segmented, "MAX_SEGMENTS", 6)
-    with pytest.raises(AttnscopeError, match=r"into 7 segments; the head view shows at most 6"):
+    with pytest.raises(AttnscopeError, match=r"into 12 segments; the head view shows at most 6"):
         AttentionWidget(trace, segments="sentences")
     monkeypatch.undo()
     plain = AttentionWidget(trace)

@@ -24,7 +24,9 @@ pytestmark = pytest.mark.browser
 REASONING = (
     "First, add the numbers. Then check the sum! Is it even? "
     "It is. So halve it. The answer is six. Done."
+    " Check it once more. It holds. Write it down. Then stop. Good."
 )
+"""Twelve sentences: eight have four or more after them, so heads get receiver scores."""
 SEGMENT_CANVAS = ".attnscope-seg-canvas"
 
 
@@ -57,12 +59,17 @@ def test_segment_rows_draw_sentences_and_lines(
         "So halve it.",
         "The answer is six.",
         "Done.",
+        "Check it once more.",
+        "It holds.",
+        "Write it down.",
+        "Then stop.",
+        "Good.",
     ]
-    assert keys.count() == 7
+    assert keys.count() == 12
     assert "tokens 7\u2013" in (queries.nth(1).get_attribute("title") or "")
     # Lines of three heads between the label columns: ink in the middle of the canvas.
     everything = lines(exported)
-    assert everything > 7
+    assert everything > 12
     canvas = page.locator(SEGMENT_CANVAS)
     box = canvas.evaluate("(c) => [c.width, c.height]")
     middle = (box[0] // 3, 0, box[0] // 3, box[1])
@@ -73,7 +80,7 @@ def test_segment_rows_draw_sentences_and_lines(
     # Hovering a sentence keeps only its lines (to the sentences it can see: causal or not,
     # at most 7 a head), and its key bars say where its attention goes.
     exported.redraw_after("head", lambda: queries.nth(5).hover())
-    assert 0 < lines(exported) <= 3 * 7 < everything
+    assert 0 < lines(exported) <= 3 * 12 < everything
     assert "is-hover" in (queries.nth(5).get_attribute("class") or "")
     assert keys.nth(0).get_attribute("data-weight") not in (None, "")
     page.screenshot(path="/tmp/attnscope-segments-hover.png", full_page=True)
@@ -115,7 +122,7 @@ def test_segment_rows_export_png_and_svg(page: Any, segmented_page: Path) -> Non
     caption = " ".join(texts[:3])
     assert "layer 1" in caption
     assert "heads 0, 3, 7" in caption
-    assert "7 rows: sentences" in caption
+    assert "12 rows: sentences" in caption
     # Each sentence drawn on both sides, and the lines the canvas holds.
     assert texts.count("First, add the numbers.") == 2
     assert texts.count("Done.") == 2

@@ -2,6 +2,7 @@
 // `scan:<c>` means and `scan:<c>:spread` arrays, and `_meta.statistics` names them.
 import { describe, expect, it } from "vitest";
 import type { Side } from "../../js/tokens";
+import type { Chunk } from "../../js/types";
 import { stepCaption, strongestKey } from "../../js/views/head_step";
 import { cellNumbers, layerRanking, rankWords } from "../../js/views/model/model_stats";
 
@@ -43,6 +44,10 @@ describe("a scan's statistic in the model view", () => {
     // A per-head column with a label of its own (segments=) is offered by that label.
     expect(rankWords({ name: "scan:receiver", label: "receiver score (Thought Anchors)", formula: "", source: "" })).toBe("rank: receiver score (Thought Anchors)");
     expect(rankWords({ name: "scan:retrieval", label: "retrieval", formula: "", source: "" })).toBe("rank: scan:retrieval");
+    // Hovering a cell names it the same way.
+    const receiver = { name: "scan:receiver", label: "receiver score (Thought Anchors)", formula: "", source: "" };
+    const chunk = { key: "stats:self", arrays: { "scan:receiver": { dtype: "f32", shape: [1, 1], data: new Float32Array([3.14]) } } } as unknown as Chunk;
+    expect(cellNumbers(chunk, [receiver], 1, 0, 0)).toEqual(["receiver score (Thought Anchors) 3.14"]);
   });
 });
 

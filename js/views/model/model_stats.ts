@@ -58,15 +58,20 @@ export function cellNumbers(chunk: Chunk | null, stats: readonly StatisticMeta[]
     const pm = spread ? ` ± ${formatStat(spread.data[l * heads + hd] as number)}` : "";
     const best = s.strongest ? (chunk.arrays[s.strongest]?.data[l * heads + hd] as number | undefined) : undefined;
     const at = best != null && Number.isFinite(best) ? ` (strongest: input ${best})` : "";
-    return a ? [`${s.name} ${formatStat(a.data[l * heads + hd] as number)}${pm}${at}`] : [];
+    return a ? [`${statWords(s)} ${formatStat(a.data[l * heads + hd] as number)}${pm}${at}`] : [];
   });
+}
+
+/** A statistic's name as the reader sees it: a per-head table's column with a label of its own (segments=: "receiver score (Thought Anchors)") says it. */
+export function statWords(s: StatisticMeta): string {
+  const named = !s.inputs && s.name.startsWith("scan:") && s.label && s.label !== s.name.slice("scan:".length);
+  return named ? s.label : s.name;
 }
 
 /** The rank select's words for a statistic: a scan's says what its value is a mean over. */
 export function rankWords(s: StatisticMeta): string {
   // A table's column with a name of its own (segments=: "receiver score (Thought Anchors)") says it.
-  const named = s.name.startsWith("scan:") && s.label && s.label !== s.name.slice("scan:".length);
-  if (!s.inputs) return named ? `rank: ${s.label}` : `rank: ${s.name}`;
+  if (!s.inputs) return `rank: ${statWords(s)}`;
   return `rank: ${s.name} · mean over ${s.inputs} ${s.over ?? "inputs"}${s.spread ? " (± spread)" : ""}`;
 }
 

@@ -49,6 +49,9 @@ BLANKS = "\u2423"
 PROXIMITY = 4
 """Thought Anchors leave out the attention of the nearest later sentences (their default: 4)."""
 
+MIN_RECEIVING = 4
+"""Fewest segments with a vertical score for a receiver score: kurtosis needs four values."""
+
 
 def _opens(tokens: Tokens, index: int) -> bool:
     """Whether token ``index`` can open a sentence: ordinary, with more than blanks."""
@@ -160,8 +163,9 @@ def check_boundaries(
 def kurtosis(values: Float64Array) -> Float64Array:
     """Excess kurtosis over the last axis, ignoring NaN: ``m4 / m2^2 - 3`` (population moments).
 
-    NaN where fewer than two values or no spread. ``scipy.stats.kurtosis``'s
-    default (``fisher=True, bias=True``).
+    NaN where fewer than four values (:data:`MIN_RECEIVING`: the excess kurtosis of
+    any two values is -2 and of any three -1.5, so it ranks nothing) or no spread.
+    Otherwise ``scipy.stats.kurtosis``'s default (``fisher=True, bias=True``).
 
     Examples
     --------
@@ -169,6 +173,8 @@ def kurtosis(values: Float64Array) -> Float64Array:
     -0.666667
     >>> round(float(kurtosis(np.array([0.0] * 9 + [1.0]))), 6)  # one spike among ten: tailed
     5.111111
+    >>> kurtosis(np.array([0.0, 1.0, 5.0]))  # three values: always -1.5, so no score
+    array(nan)
     """
     valid = ~np.isnan(values)
     count = valid.sum(axis=-1)
@@ -178,7 +184,7 @@ def kurtosis(values: Float64Array) -> Float64Array:
         m2 = (centred**2).sum(axis=-1) / count
         m4 = (centred**4).sum(axis=-1) / count
         result = m4 / m2**2 - 3.0
-    out: Float64Array = np.where((count >= 2) & (m2 > 0), result, np.nan)
+    out: Float64Array = np.where((count >= MIN_RECEIVING) & (m2 > 0), result, np.nan)
     return out
 
 
@@ -359,6 +365,15 @@ def segments(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # "mean of empty slice": NaN is meant
         vertical = np.nanmean(picked, axis=-2)
+    receiving = len(sizes) - proximity
+    if receiving < MIN_RECEIVING:
+        warnings.warn(
+            f"{len(sizes)} segments with proximity={proximity} leave {max(receiving, 0)} "
+            f"with a vertical score; a receiver score needs {MIN_RECEIVING} (the kurtosis of "
+            f"fewer ranks nothing), so every receiver score is NaN. Split a longer text "
+            f"(at least {proximity + MIN_RECEIVING} segments) or pass a smaller proximity=.",
+            stacklevel=2,
+        )
     return SegmentAttention(
         edges=edges,
         layers=chosen.layers,

@@ -11,10 +11,19 @@ heads by Thought Anchors' receiver score, a ``scan:receiver`` statistic
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from attnscope.analysis.segments import SegmentAttention, check_boundaries, segments
+import numpy as np
+
+from attnscope.analysis.segments import (
+    MIN_RECEIVING,
+    PROXIMITY,
+    SegmentAttention,
+    check_boundaries,
+    segments,
+)
 from attnscope.display.scan_ranking import ScanRanking, scan_ranking
 from attnscope.encode.arrays import NamedArray
 from attnscope.encode.keys import ChunkKey, segments_key
@@ -80,10 +89,42 @@ class WidgetSegments:
             )
         return segment_arrays(self.found, key.layer)
 
-    def ranking(self, trace: AttentionTrace) -> ScanRanking:
-        """Each head's receiver score as the model view's statistic ``scan:receiver``."""
+    def ranking(self, trace: AttentionTrace) -> ScanRanking | None:
+        """Each head's receiver score as the model view's statistic ``scan:receiver``.
+
+        None when no head has one (too few segments: see :attr:`note`).
+        """
+        if self.note is not None:
+            return None
         heads = self.found.heads()[["layer", "head", "receiver"]]
         return scan_ranking(heads, trace, stream=self.stream)
+
+    @property
+    def note(self) -> str | None:
+        """Why the model view offers no receiver ranking, or None when it does.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from attnscope import AttentionTrace
+        >>> t = AttentionTrace(["Hi", ".", "Yes", "!"], np.full((1, 2, 4, 4), 0.25, np.float32))
+        >>> widget_segments(t, "sentences").note[:50]
+        'No receiver scores: 2 segments leave 0 with 4 or m'
+        """
+        if np.isfinite(self.found.receiver).any():
+            return None
+        count = len(self.found.edges) - 1
+        receiving = max(count - PROXIMITY, 0)
+        if receiving >= MIN_RECEIVING:
+            return (
+                "No receiver scores: every head's vertical scores are equal (no spread); "
+                "the model view does not rank by it."
+            )
+        return (
+            f"No receiver scores: {count} segments leave {receiving} with {PROXIMITY} or more "
+            f"after them, and the score needs {MIN_RECEIVING}; the model view does not rank "
+            f"by it. Split a longer text ({PROXIMITY + MIN_RECEIVING} segments or more)."
+        )
 
 
 def _by(boundaries: object) -> str:
@@ -101,8 +142,12 @@ def widget_segments(
     >>> from attnscope import AttentionTrace
     >>> t = AttentionTrace(["Hi", ".", "Yes", "!"], np.full((1, 2, 4, 4), 0.25, np.float32))
     >>> w = widget_segments(t, "sentences")
-    >>> w.meta["labels"], w.ranking(t).names
-    (['Hi.', 'Yes!'], ['scan:receiver'])
+    >>> w.meta["labels"], w.ranking(t)  # two sentences: no receiver scores (w.note)
+    (['Hi.', 'Yes!'], None)
+    >>> t = AttentionTrace([f"w{i}." for i in range(9)], np.random.default_rng(0).dirichlet(
+    ...     np.ones(9), (1, 2, 9)).astype(np.float32))
+    >>> widget_segments(t, "sentences").ranking(t).names
+    ['scan:receiver']
     """
     name = stream if stream is not None else next(iter(trace.streams))
     chosen = trace.streams.get(name)
@@ -116,7 +161,9 @@ def widget_segments(
                 "heads x segments^2 numbers). Pass fewer start positions, or rank by "
                 "scan=attnscope.segments(trace, ...).heads() and read the matrices there."
             )
-    found = segments(trace, boundaries, stream=name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # too few segments: the widget's note says so
+        found = segments(trace, boundaries, stream=name)
     chosen = trace.streams[name]
     tokens = trace.tokens_for(chosen.query_side)
     images = trace.images if chosen.query_side == "source" else ()
@@ -131,9 +178,10 @@ def merged(first: ScanRanking | None, second: ScanRanking | None) -> ScanRanking
     --------
     >>> import numpy as np, pandas as pd
     >>> from attnscope import AttentionTrace
-    >>> t = AttentionTrace(["Hi", ".", "Yes", "!"], np.full((1, 2, 4, 4), 0.25, np.float32))
+    >>> t = AttentionTrace([f"w{i}." for i in range(9)], np.random.default_rng(0).dirichlet(
+    ...     np.ones(9), (1, 2, 9)).astype(np.float32))
     >>> df = pd.DataFrame({"layer": 0, "head": [0, 1], "retrieval": [0.5, 0.0]})
-    >>> merged(scan_ranking(df, t), widget_segments(t, [2]).ranking(t)).names
+    >>> merged(scan_ranking(df, t), widget_segments(t, "sentences").ranking(t)).names
     ['scan:retrieval', 'scan:receiver']
     """
     if first is None or second is None:

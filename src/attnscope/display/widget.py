@@ -365,6 +365,9 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
             meta["segments"] = self._segments.meta
         if isinstance(collapsed, str):
             meta["notes"] = [*meta["notes"], collapsed]
+        unranked = self._segments.note if isinstance(self._segments, WidgetSegments) else None
+        if unranked is not None:
+            meta["notes"] = [*meta["notes"], unranked]
         super().__init__(_meta={**meta, "views": list(self._views)}, **state)
         self.on_msg(self._on_message)
 
@@ -481,10 +484,11 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         --------
         >>> import numpy as np
         >>> from attnscope import AttentionTrace, AttentionWidget
-        >>> t = AttentionTrace(["Hi", ".", "Yes", "!"], np.full((1, 2, 4, 4), 0.25, np.float32))
+        >>> t = AttentionTrace([f"w{i}." for i in range(9)], np.random.default_rng(0).dirichlet(
+        ...     np.ones(9), (1, 2, 9)).astype(np.float32))
         >>> w = AttentionWidget(t, segments="sentences")
-        >>> w.segments.meta["labels"], w.scan_ranking.names
-        (['Hi.', 'Yes!'], ['scan:receiver'])
+        >>> w.segments.meta["labels"][:2], w.scan_ranking.names
+        (['w0.', 'w1.'], ['scan:receiver'])
         """
         return self._segments
 
