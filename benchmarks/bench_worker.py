@@ -99,7 +99,7 @@ def trace_bytes(trace: Any) -> int:
 
 # Query rows one head-view draw reads at most: a screenful of 18 px rows in its 560 px
 # viewport, partly shown rows at both edges, and 4 rows of overscan each side
-# (ROW, MAX_VIEW_H and OVERSCAN in js/views/head_lines.ts).
+# (ROW, MAX_VIEW_H and OVERSCAN in js/views/head/head_lines.ts).
 HEAD_VIEW_ROWS = 560 // 18 + 3 + 2 * 4
 
 

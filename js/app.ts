@@ -6,14 +6,14 @@ import { keepsKey } from "./keys";
 import { THEME_LABELS, VIEW_LABELS } from "./labels";
 import { offeredViews } from "./offered_views";
 import { THEMES } from "./selection";
-import { changedFields, clampToStream, streamShape } from "./stream_change";
+import { changedFields, clampToStream, streamShape } from "./wire/stream_change";
 import { resolveTheme, watchHostTheme } from "./theme";
 import { defaultQuery, querySide, streamOf } from "./tokens";
-import type { AppState, Cleanup, DataSource, Meta, Store, ViewContext, ViewName } from "./types";
+import type { AppState, Cleanup, DataSource, Meta, Store, ViewContext, ViewName } from "./wire/types";
 import { h, listeners } from "./views/common";
 import { comparedSide, compareToggle, comparisonSummary } from "./views/compare/compare_toggle";
 import { renderSide } from "./views/compare/compare_view";
-import { renderHeadView } from "./views/head";
+import { renderHeadView } from "./views/head/head";
 import { renderImageView } from "./views/image/image";
 import { renderModelView } from "./views/model/model";
 import { renderNeuronView } from "./views/neuron/neuron";
@@ -124,7 +124,7 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
     sides?.sync();
   }
 
-  /** Keep the selection inside the current stream's shape: Python's rule (js/stream_change.ts). */
+  /** Keep the selection inside the current stream's shape: Python's rule (js/wire/stream_change.ts). */
   let keptIn = store.get().stream; // the stream the selection was last kept inside
   function clamp(): void {
     const s = store.get();

@@ -8,7 +8,7 @@ import { decodeEmbedded, hasNoKernel, NEEDS_KERNEL, SAVED_NOTE, savedChunks, typ
 import { createStore } from "./state";
 import { readSelection, syncSelection } from "./trait_sync";
 import type { ModelHost } from "./traits";
-import type { AppState, Cleanup } from "./types";
+import type { AppState, Cleanup } from "./wire/types";
 
 /** An alert in place of the app (no data, or the app failed); returns its removal. */
 export function errorBox(el: HTMLElement, text: string): Cleanup {

@@ -1,7 +1,7 @@
 // A chunk key said in the words of the views (which view's data, of which layer
 // and head), for messages: a reader never sees keys such as `qk:self:3:0`.
-import { keyParts } from "./chunk_keys";
-import type { Meta } from "./types";
+import { keyParts } from "./wire/keys";
+import type { Meta } from "./wire/types";
 
 const WHAT: Record<string, string> = {
   thumbs: "the model view's thumbnails",

@@ -1,8 +1,8 @@
 // One side of a comparison as a DataSource: a view asks for its usual keys
 // (`top:self:0`) and gets that side's chunks (`diff/top:self:0`), so the views
 // need not know the key prefixes (docs/protocol.md, "Comparisons").
-import { sideKey } from "./chunk_keys";
-import type { Chunk, CompareSide, DataSource } from "./types";
+import { sideKey } from "./wire/keys";
+import type { Chunk, CompareSide, DataSource } from "./wire/types";
 
 export function sideData(data: DataSource, side: CompareSide): DataSource {
   return {

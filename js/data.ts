@@ -1,5 +1,5 @@
 // Chunk decoding (protocol.md "Chunks" / "Messages") and a caching DataSource.
-import type { Chunk, DataSource, DType, NDArray, TypedArray } from "./types";
+import type { Chunk, DataSource, DType, NDArray, TypedArray } from "./wire/types";
 
 export type RawBuffer = DataView | Uint8Array | ArrayBuffer | string;
 

@@ -3,7 +3,7 @@
 // out the `top:` and `attn:` chunks that repeat it at one byte per weight. The
 // page host makes those here, in the same format Python sends them.
 import { arr } from "./data";
-import type { Chunk, TypedArray } from "./types";
+import type { Chunk, TypedArray } from "./wire/types";
 
 /** One head's score terms, read once from its `qk:` chunk. */
 export interface QkParts {

@@ -1,9 +1,9 @@
 // Overview tiles computed in the page from q and k (docs/protocol.md, "Overview tiles"):
 // the `tile:` chunk Python sends, with fewer queries sampled per cell row
 // (DERIVE_TILE_WEIGHTS a tile), so a tile of 32768 tokens takes about a second.
-import { parseChunkKey } from "./chunk_keys";
+import { parseChunkKey } from "./wire/keys";
 import { qkParts, rowWeights, type QkParts } from "./derive";
-import type { Chunk, StreamMeta } from "./types";
+import type { Chunk, StreamMeta } from "./wire/types";
 import { spanAt, TILE } from "./views/overview/overview_geometry";
 
 /** Most weights the page computes for one tile (Python: 2^25). */

@@ -1,7 +1,7 @@
 // A trace of a generation (`_meta.generation`): the prompt, then the tokens the
 // model generated. Which rows are generated, the step <-> query link, and the
 // classes that mark generated and not-yet-generated tokens. No DOM here.
-import type { AppState, Cleanup, Meta, Store } from "./types";
+import type { AppState, Cleanup, Meta, Store } from "./wire/types";
 
 export interface Generation {
   /** Index of the first generated token (the prompt's length). */

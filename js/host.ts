@@ -1,12 +1,12 @@
 // In-page model host for the exported page: the part of anywidget's model API the
 // binding uses, over the saved state, answering chunk requests from the embedded,
 // compressed chunks.
-import { attnKey, parseChunkKey, qkKey } from "./chunk_keys";
+import { attnKey, parseChunkKey, qkKey } from "./wire/keys";
 import { attnFromQk, topFromQk } from "./derive";
 import { parseTileKey, tileFromAttn, tileFromQk } from "./derive_tiles";
 import { decodeEmbedded, type EmbeddedChunk } from "./saved";
 import type { ModelHost, WidgetTraits } from "./traits";
-import type { Chunk, Meta, StreamMeta } from "./types";
+import type { Chunk, Meta, StreamMeta } from "./wire/types";
 
 export type { EmbeddedChunk } from "./saved";
 

@@ -1,7 +1,7 @@
 // What the controls call each schema value. Records keyed by the TypeScript
 // unions: tsc wants a label for every member, and tests/js/selection.test.ts
 // wants every value the schema lists to have one, so neither side can drift.
-import type { CompareSide, PairFilter, ThemeSetting, ViewName } from "./types";
+import type { CompareSide, PairFilter, ThemeSetting, ViewName } from "./wire/types";
 
 export const VIEW_LABELS: Readonly<Record<ViewName, string>> = { head: "Head", model: "Model", neuron: "Neuron", image: "Image" };
 

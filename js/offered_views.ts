@@ -1,7 +1,7 @@
 // Which views a widget or page offers: the app's tabs, the model view's hint and
 // the glue's trait writes all ask here.
 import { VIEWS } from "./selection";
-import type { Meta, ViewName } from "./types";
+import type { Meta, ViewName } from "./wire/types";
 
 /**
  * The views `meta` offers, in tab order: known names only, each once; all of them when absent or

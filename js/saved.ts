@@ -2,7 +2,7 @@
 // "Saved widget state"), read without a kernel, so nbconvert, nbviewer and docs pages draw.
 import { inflateBase64, splitConcatenated, type ArraySpec } from "./data";
 import type { ModelHost } from "./traits";
-import type { Chunk } from "./types";
+import type { Chunk } from "./wire/types";
 
 /** A chunk as the exported page and the saved state embed it: deflate-raw bytes as base64. */
 export interface EmbeddedChunk { arrays?: ArraySpec[]; data?: string; error?: string }

@@ -2,7 +2,7 @@
 // file (attnscope.encode.selection), so field names, defaults and the lists of
 // allowed values are written once, in src/attnscope/encode/selection.json.
 import schema from "../src/attnscope/encode/selection.json";
-import type { CompareSide, PairFilter, Selection, ThemeSetting, ViewName } from "./types";
+import type { CompareSide, PairFilter, Selection, ThemeSetting, ViewName } from "./wire/types";
 
 /** The selection as traits carry it and the schema gives its defaults: `stream` null stands for the trace's first stream. */
 export type SelectionTraits = Omit<Selection, "stream"> & { stream: string | null };

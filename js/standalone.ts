@@ -2,7 +2,7 @@
 // chunks, and mounts the same binding as the widget over an in-page model host. No network.
 import { errorBox, mount } from "./bind";
 import { createPageHost, type EmbeddedChunk } from "./host";
-import type { Cleanup } from "./types";
+import type { Cleanup } from "./wire/types";
 
 export interface PageOptions {
   root?: HTMLElement | string;

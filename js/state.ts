@@ -1,5 +1,5 @@
 // A tiny selection store: one per widget instance, never module-level.
-import type { Store } from "./types";
+import type { Store } from "./wire/types";
 
 export function sameValue(a: unknown, b: unknown): boolean {
   if (a === b) return true;

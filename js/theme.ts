@@ -2,7 +2,7 @@
 // VS Code and marimo with classes; otherwise the nearest opaque background
 // (crossing shadow roots), then the OS preference.
 import { luminance, parseColor } from "./colors";
-import type { ThemeSetting } from "./types";
+import type { ThemeSetting } from "./wire/types";
 
 function parentAcrossShadow(n: Element): Element | null {
   if (n.parentElement) return n.parentElement;

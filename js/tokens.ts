@@ -1,5 +1,5 @@
 // Token sides of a stream: labels, kinds, segments, and the defaults that follow from them.
-import type { Meta, SideMeta, StreamMeta, TokenKind } from "./types";
+import type { Meta, SideMeta, StreamMeta, TokenKind } from "./wire/types";
 
 /** Put before a piece that continues a word, so "un ·bel ·ie ·va ·bly" reads as one word. */
 export const PIECE_MARK = "·";

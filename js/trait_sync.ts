@@ -2,7 +2,7 @@
 import { DEFAULT_SELECTION, SELECTION_KEYS } from "./selection";
 import { sameValue } from "./state";
 import type { ModelHost } from "./traits";
-import type { AppState, Cleanup, Meta, Selection, Store, ViewName } from "./types";
+import type { AppState, Cleanup, Meta, Selection, Store, ViewName } from "./wire/types";
 
 /** The model's selection, the schema's default for each trait it lacks; the stream resolved against `meta`. */
 export function readSelection(model: ModelHost, meta: Meta): Selection {

@@ -4,7 +4,7 @@
 import type { AnyModel } from "@anywidget/types";
 import type { EmbeddedChunk } from "./saved";
 import type { SelectionTraits } from "./selection";
-import type { Meta } from "./types";
+import type { Meta } from "./wire/types";
 
 /**
  * docs/protocol.md, "Synced traits": the selection, `_meta` (an empty dict until a trace is

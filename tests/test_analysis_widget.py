@@ -28,7 +28,7 @@ def trace(minilm: tuple[Any, Any]) -> AttentionTrace:
 
 
 def decode_top(arrays: dict[str, np.ndarray], k_len: int) -> np.ndarray:
-    """Dense (H, Q, K) weights from a top:-format chunk, as js/views/head_lines.ts reads it."""
+    """Dense (H, Q, K) weights from a top:-format chunk, as js/views/head/head_lines.ts reads it."""
     weight = arrays["weight"] / 255 * arrays["rowmax"][..., None]
     if "index" not in arrays:
         return weight

@@ -1,6 +1,6 @@
 """Chunk keys are written and read in one module per language.
 
-``src/attnscope/encode/keys.py`` and ``js/chunk_keys.ts`` alone spell a key
+``src/attnscope/encode/keys.py`` and ``js/wire/keys.ts`` alone spell a key
 (``top:<stream>:<layer>`` ...) or split one on ``:``. The patterns are made from
 :data:`attnscope.encode.keys.KINDS`, so a kind added there is covered at once.
 """
@@ -15,7 +15,7 @@ from attnscope.encode.keys import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 PY_KEYS = ROOT / "src" / "attnscope" / "encode" / "keys.py"
-JS_KEYS = {ROOT / "js" / "chunk_keys.ts", ROOT / "js" / "wire" / "keys.ts"}
+JS_KEYS = {ROOT / "js" / "wire" / "keys.ts"}
 SIDES = ("a", "b", "diff")
 
 
@@ -107,7 +107,7 @@ def test_only_chunk_keys_ts_writes_or_reads_chunk_keys_in_typescript() -> None:
         if path not in JS_KEYS and (found := js_strays(path.read_text(encoding="utf-8")))
     }
     assert not strays, (
-        "chunk keys written or parsed outside js/chunk_keys.ts; use its builders, "
+        "chunk keys written or parsed outside js/wire/keys.ts; use its builders, "
         f"parseChunkKey or keyParts: {strays}"
     )
 

@@ -1,7 +1,7 @@
 """``_meta`` is typed once per language and both types name the same fields.
 
 The TypedDicts of :mod:`attnscope.encode.meta_types` and the interfaces of
-``js/types.ts`` are compared by field name, read from the TypeScript text, and
+``js/wire/types.ts`` are compared by field name, read from the TypeScript text, and
 what :func:`~attnscope.encode.meta.build_meta` sends holds only typed fields.
 """
 
@@ -18,7 +18,7 @@ from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.meta import build_meta
 from attnscope.encode.meta_types import MIRRORED, Meta, SideMeta, StreamMeta
 
-TYPES_TS = Path(__file__).resolve().parents[1] / "js" / "types.ts"
+TYPES_TS = Path(__file__).resolve().parents[1] / "js" / "wire" / "types.ts"
 
 
 def ts_interfaces(source: str) -> dict[str, set[str]]:
@@ -34,14 +34,14 @@ def test_each_typeddict_names_the_fields_of_its_typescript_interface() -> None:
     interfaces = ts_interfaces(TYPES_TS.read_text(encoding="utf-8"))
     differ = {}
     for name, typed in MIRRORED.items():
-        assert name in interfaces, f"js/types.ts has no interface {name}"
+        assert name in interfaces, f"js/wire/types.ts has no interface {name}"
         python = set(typed.__annotations__)
         if python != interfaces[name]:
             differ[name] = {
                 "only in Python": sorted(python - interfaces[name]),
-                "only in js/types.ts": sorted(interfaces[name] - python),
+                "only in js/wire/types.ts": sorted(interfaces[name] - python),
             }
-    assert not differ, f"_meta types differ (encode/meta_types.py vs js/types.ts): {differ}"
+    assert not differ, f"_meta types differ (encode/meta_types.py vs js/wire/types.ts): {differ}"
 
 
 def test_the_reader_sees_fields_and_nested_lines_apart() -> None:

@@ -32,7 +32,7 @@ TEXT = (
 # 0.99 before issue 26's fade, 0.44 with it (faded to strength^6.5).
 INK_MAX = 0.6
 INK_MIN = 0.05
-COL_W = 128  # js/views/head_lines.ts: width of each token column
+COL_W = 128  # js/views/head/head_lines.ts: width of each token column
 
 # Share of the lines area's pixels (between the two token columns) whose colour,
 # laid over the background, differs from it by more than `threshold` in a channel.

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.browser
 
 TOKENS = 32768
 NEEDLE = 20000
-ROW = 18  # js/views/head_lines.ts: a head-view row's height in CSS pixels
+ROW = 18  # js/views/head/head_lines.ts: a head-view row's height in CSS pixels
 OVERVIEW = '[data-testid="overview"]'
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", "far", "away"]
 SLOW_MS = 180_000  # tiles of 32768-token rows are computed in the page, on a loaded machine

@@ -1,7 +1,7 @@
 // The app shell (js/app.ts): tabs per `_meta.views`, no tab bar for one view, views not offered redirected.
 import { renderApp } from "../../js/app";
 import { offeredViews } from "../../js/offered_views";
-import type { Meta, ViewName } from "../../js/types";
+import type { Meta, ViewName } from "../../js/wire/types";
 import widget from "../../js/widget";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, mockModel, until, viewContext } from "./helpers/fixture";

@@ -1,5 +1,5 @@
 // The keys as docs/protocol.md ("Chunks") spells them, which Python parses.
-import { attnKey, parseChunkKey, qkKey, thumbsKey, topKey, writeChunkKey } from "../../js/chunk_keys";
+import { attnKey, parseChunkKey, qkKey, thumbsKey, topKey, writeChunkKey } from "../../js/wire/keys";
 
 describe("chunk keys", () => {
   it("name the stream, the layer position and the head, colon-separated", () => {

@@ -1,5 +1,5 @@
 import { chunkWords } from "../../js/chunk_words";
-import type { Meta } from "../../js/types";
+import type { Meta } from "../../js/wire/types";
 import { syncHeadPicker } from "../../js/views/neuron/neuron_controls";
 
 const meta = { streams: { self: { layers: [2, 5], num_heads: 4 } } } as unknown as Meta;

@@ -2,7 +2,7 @@
 // from `qk:` chunks in the formats Python sends, and checks against row maxima.
 import { attnFromQk, qkParts, rowWeights, topFromQk } from "../../js/derive";
 import { createPageHost, type EmbeddedChunk } from "../../js/host";
-import type { Chunk, NDArray } from "../../js/types";
+import type { Chunk, NDArray } from "../../js/wire/types";
 import { neuronRows } from "../../js/views/neuron/neuron_rows";
 
 const f32 = (shape: number[], values: number[]): NDArray => ({ dtype: "f32", shape, data: Float32Array.from(values) });

@@ -3,8 +3,8 @@
 import { createChunkSource, decodeChunks } from "../../js/data";
 import { captioned, pictureSvg, wrapCaption } from "../../js/export_image";
 import type { Picture } from "../../js/paint/painter";
-import type { Meta } from "../../js/types";
-import { renderHeadView } from "../../js/views/head";
+import type { Meta } from "../../js/wire/types";
+import { renderHeadView } from "../../js/views/head/head";
 import { renderModelView } from "../../js/views/model/model";
 import { renderNeuronView } from "../../js/views/neuron/neuron";
 import { installCanvas } from "./helpers/canvas";

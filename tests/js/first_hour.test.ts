@@ -3,9 +3,9 @@
 import { rampPosition } from "../../js/colors";
 import { HELP } from "../../js/help";
 import { keySide, PIECE_MARK, querySide } from "../../js/tokens";
-import type { Meta } from "../../js/types";
+import type { Meta } from "../../js/wire/types";
 import { fmt } from "../../js/views/common";
-import { exportCaption, headOffsets, scaleLegend } from "../../js/views/head_scale";
+import { exportCaption, headOffsets, scaleLegend } from "../../js/views/head/head_scale";
 import { axisTicks } from "../../js/views/model/model_preview";
 
 const meta = (continues?: boolean[]): Meta => ({

@@ -1,10 +1,10 @@
 // A trace of a generation: the step <-> query link, the head view's step control,
 // generated / not-yet-generated tokens, the model view's generated rows.
 import { renderApp } from "../../js/app";
-import { thumbsKey } from "../../js/chunk_keys";
+import { thumbsKey } from "../../js/wire/keys";
 import { bindStep, generationClasses, generationOf, stepOfQuery } from "../../js/generation";
-import { renderHeadView } from "../../js/views/head";
-import { PLAY_MS } from "../../js/views/head_step";
+import { renderHeadView } from "../../js/views/head/head";
+import { PLAY_MS } from "../../js/views/head/head_step";
 import { renderModelView } from "../../js/views/model/model";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";

@@ -1,5 +1,5 @@
-import type { Chunk } from "../../js/types";
-import { renderHeadView } from "../../js/views/head";
+import type { Chunk } from "../../js/wire/types";
+import { renderHeadView } from "../../js/views/head/head";
 import { ctxOf, installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";
 

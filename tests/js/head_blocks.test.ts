@@ -1,7 +1,7 @@
 import { createChunkSource, decodeChunks } from "../../js/data";
-import { blockRowsOf, blocksAhead, blocksOf, layerRows, tokenRange } from "../../js/views/head_blocks";
-import { topRowsOf } from "../../js/views/head_lines";
-import type { StreamMeta } from "../../js/types";
+import { blockRowsOf, blocksAhead, blocksOf, layerRows, tokenRange } from "../../js/views/head/head_blocks";
+import { topRowsOf } from "../../js/views/head/head_lines";
+import type { StreamMeta } from "../../js/wire/types";
 import { makeFixture, until } from "./helpers/fixture";
 
 describe("which blocks a draw needs", () => {

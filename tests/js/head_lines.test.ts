@@ -2,7 +2,7 @@
 import {
   BUCKETS, collectLines, COL_W, emptyLines, focusedQuery, groupLines, headLayout, keyWeights, MAX_VIEW_H,
   offscreenKeys, OVERSCAN, ROW, rowY, visibleRows, type LineFilter, type Lines, type TopRows,
-} from "../../js/views/head_lines";
+} from "../../js/views/head/head_lines";
 
 /** A `top:` chunk with every key in order: `w[h][q][k]` as weight bytes, each row's max 1. */
 function topOf(w: number[][][]): TopRows {

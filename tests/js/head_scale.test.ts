@@ -1,8 +1,8 @@
 // Several heads on the log scale: line opacity faded so the panel keeps below a
 // target ink (issue 26), a single head and a focused query left as they were.
-import { collectLines, emptyLines, headLayout, MAX_LINES, type HeadLayout, type Lines, type TopRows } from "../../js/views/head_lines";
-import { INK_TARGET, inkCover, lineAlpha, logFade, MAX_FADE, scaleLegend, stepLengths } from "../../js/views/head_scale";
-import { lineWidth } from "../../js/views/head_lines";
+import { collectLines, emptyLines, headLayout, MAX_LINES, type HeadLayout, type Lines, type TopRows } from "../../js/views/head/head_lines";
+import { INK_TARGET, inkCover, lineAlpha, logFade, MAX_FADE, scaleLegend, stepLengths } from "../../js/views/head/head_scale";
+import { lineWidth } from "../../js/views/head/head_lines";
 
 const H = 12, N = 48;
 /**

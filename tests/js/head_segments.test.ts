@@ -1,6 +1,6 @@
-// The head view's segments panel (js/views/head_segments.ts) on a trace's images: the box reads
+// The head view's segments panel (js/views/head/head_segments.ts) on a trace's images: the box reads
 // "collapse images", and the rows' chunk (heads x S^2) is asked for only once rows are shown.
-import { renderHeadView } from "../../js/views/head";
+import { renderHeadView } from "../../js/views/head/head";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";
 

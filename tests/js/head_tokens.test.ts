@@ -1,6 +1,6 @@
 // The head view's token rows: the focused query's key bars, signed on a comparison's A − B.
 import type { RGB } from "../../js/colors";
-import { placeRows, type TokenColumn } from "../../js/views/head_tokens";
+import { placeRows, type TokenColumn } from "../../js/views/head/head_tokens";
 import type { Side } from "../../js/tokens";
 
 const side: Side = { labels: ["a", "b", "c"], raw: ["a", "b", "c"], kinds: ["token", "token", "token"], continues: [false, false, false], segments: null };

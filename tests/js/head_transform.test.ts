@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { TopRows } from "../../js/views/head_lines";
+import type { TopRows } from "../../js/views/head/head_lines";
 import {
   asTopRows, decodeTop, densify, hideTokens, keepQueries, logWeight, mergeWords, stackHeads, summedKeys, type Rows,
-} from "../../js/views/head_transform";
-import { hiddenTokens, summedRows, wordSide, wordStarts, displayOf } from "../../js/views/head_analysis";
+} from "../../js/views/head/head_transform";
+import { hiddenTokens, summedRows, wordSide, wordStarts, displayOf } from "../../js/views/head/head_analysis";
 import { headOrder, cellNumbers, finiteRange } from "../../js/views/model/model_stats";
-import type { Meta } from "../../js/types";
+import type { Meta } from "../../js/wire/types";
 
 /** Dense rows (heads × queries × keys) from nested arrays. */
 const dense = (w: number[][][]): Rows => ({

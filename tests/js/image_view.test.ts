@@ -1,8 +1,8 @@
 // The image view's geometry and colours (js/views/image/image_geometry.ts): panels, hit tests,
 // a query's weights from an `image:` chunk, the tokens that weigh a patch most, the overlay.
-import { imageKey, parseChunkKey, pixelsKey, writeChunkKey } from "../../js/chunk_keys";
+import { imageKey, parseChunkKey, pixelsKey, writeChunkKey } from "../../js/wire/keys";
 import { offeredViews } from "../../js/offered_views";
-import type { ImagesMeta } from "../../js/types";
+import type { ImagesMeta } from "../../js/wire/types";
 import {
   CAPTION_H, EXTRA_SIDE, GAP, MAIN_SIDE, gridTitle, heatAlpha, heatColor, heatOf, hitTest, layoutPanels, overlay, queryWeights, rangeOf, topQueries, weightAt,
   type ImageRows,

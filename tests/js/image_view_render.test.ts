@@ -1,9 +1,9 @@
 // The image view (js/views/image/image.ts) over hand-made chunks: the token strip, a click that
 // sets the query, the putImageData of the heatmap, and a hovered patch's strongest queries.
-import { imageKey, pixelsKey } from "../../js/chunk_keys";
+import { imageKey, pixelsKey } from "../../js/wire/keys";
 import { createStore } from "../../js/state";
 import { DEFAULT_SELECTION } from "../../js/selection";
-import type { AppState, Chunk, DataSource, ImagesMeta, Meta, NDArray } from "../../js/types";
+import type { AppState, Chunk, DataSource, ImagesMeta, Meta, NDArray } from "../../js/wire/types";
 import { renderImageView } from "../../js/views/image/image";
 import { layoutPanels } from "../../js/views/image/image_geometry";
 import { ctxOf, installCanvas } from "./helpers/canvas";

@@ -1,6 +1,6 @@
 import { readTheme } from "../../js/colors";
 import { rowsToOwnMax, thumbLut, thumbValue } from "../../js/views/model/model_grid";
-import { defaultLineScale, scaleLegend } from "../../js/views/head_scale";
+import { defaultLineScale, scaleLegend } from "../../js/views/head/head_scale";
 
 describe("log-encoded thumbnails (protocol.md, thumbs:)", () => {
   it("decode as Python encodes them: 0 is no weight, 1 is 10^-6 of the peak, 255 the peak", () => {
@@ -41,7 +41,7 @@ describe("the head view's opening scale", () => {
 
 describe("the head view's token search", () => {
   it("finds the next match after the locked row, wraps, and steps back", async () => {
-    const { findToken } = await import("../../js/views/head_search");
+    const { findToken } = await import("../../js/views/head/head_search");
     const labels = ["The", "needle", "in", "a", "hay", "Needle", "stack"];
     expect(findToken(labels, "needle", -1)).toEqual({ row: 1, rank: 1, count: 2 });
     expect(findToken(labels, "NEEDLE", 1)).toEqual({ row: 5, rank: 2, count: 2 });

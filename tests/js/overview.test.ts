@@ -1,10 +1,10 @@
 // The overview's tile pyramid and canvas geometry (docs/protocol.md, "Overview tiles"):
 // the same levels and spans as src/attnscope/encode/tiles.py, and the page's tiles from q/k.
-import { tileKey } from "../../js/chunk_keys";
+import { tileKey } from "../../js/wire/keys";
 import { qkParts, rowWeights } from "../../js/derive";
 import { parseTileKey, tileByte, tileFromAttn, tileFromQk } from "../../js/derive_tiles";
 import { createPageHost } from "../../js/host";
-import type { Chunk, StreamMeta } from "../../js/types";
+import type { Chunk, StreamMeta } from "../../js/wire/types";
 import {
   centreOn, clampView, fitView, levelCount, levelFor, parentOf, spanAt, TILE, tokenAt, topSpan, visibleTiles, zoomAt,
 } from "../../js/views/overview/overview_geometry";

@@ -1,7 +1,7 @@
 // What a reader sees: text that contrasts with its background, numbers that fit their cells.
 import { headColor, luminance, parseColor, textOn } from "../../js/colors";
 import { fmtWeight } from "../../js/views/common";
-import { renderHeadView } from "../../js/views/head";
+import { renderHeadView } from "../../js/views/head/head";
 import { renderNeuronView } from "../../js/views/neuron/neuron";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, until, viewContext } from "./helpers/fixture";

@@ -2,8 +2,8 @@
 // `scan:<c>` means and `scan:<c>:spread` arrays, and `_meta.statistics` names them.
 import { describe, expect, it } from "vitest";
 import type { Side } from "../../js/tokens";
-import type { Chunk } from "../../js/types";
-import { stepCaption, strongestKey } from "../../js/views/head_step";
+import type { Chunk } from "../../js/wire/types";
+import { stepCaption, strongestKey } from "../../js/views/head/head_step";
 import { cellNumbers, layerRanking, rankWords } from "../../js/views/model/model_stats";
 
 const f32 = (values: number[]) => ({ dtype: "f32" as const, shape: [1, 3], data: Float32Array.from(values) });

@@ -1,7 +1,7 @@
 // The head view's segments mode without a DOM: where rows sit and which lines a draw paints.
 import {
   SEGMENT_MIN_WEIGHT, SEGMENT_ROW, segmentKeyWeights, segmentLayout, segmentLines, segmentOf, segmentY,
-} from "../../js/views/segment_geometry";
+} from "../../js/views/head/segment_geometry";
 
 /** `mass[h][a][b]` flattened as the `segments:` chunk holds it: (heads, S, S). */
 const massOf = (m: number[][][]): Float32Array => Float32Array.from(m.flat(2));

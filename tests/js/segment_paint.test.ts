@@ -1,11 +1,11 @@
-// The head view's segments picture (js/views/segment_paint.ts): what the screen, the PNG and
+// The head view's segments picture (js/views/head/segment_paint.ts): what the screen, the PNG and
 // the SVG paint, and the caption an exported segments picture carries.
 import { pictureSvg } from "../../js/export_image";
 import type { Painter, Stroke } from "../../js/paint/painter";
 import type { ThemeColors } from "../../js/colors";
-import type { SegmentsMeta } from "../../js/types";
-import { segmentLayout, segmentY } from "../../js/views/segment_geometry";
-import { paintSegmentLabels, paintSegmentLines, segmentCaption, segmentsWord } from "../../js/views/segment_paint";
+import type { SegmentsMeta } from "../../js/wire/types";
+import { segmentLayout, segmentY } from "../../js/views/head/segment_geometry";
+import { paintSegmentLabels, paintSegmentLines, segmentCaption, segmentsWord } from "../../js/views/head/segment_paint";
 
 const theme: ThemeColors = {
   dark: false, fg: [30, 30, 30], bg: [255, 255, 255], muted: [120, 120, 120], accent: [0, 100, 200],

@@ -3,10 +3,10 @@
 // table of stream-change cases (tests/test_wire_fixtures.py runs it in Python).
 import {
   attnKey, CHUNK_KINDS, parseChunkKey, pseudoKey, qkKey, queryRolloutKey, statsKey, thumbsKey, tileKey, topBlockKey, topKey, writeChunkKey,
-} from "../../js/chunk_keys";
+} from "../../js/wire/keys";
 import { decodeChunks, type ChunksMessage } from "../../js/data";
-import { clampToStream, streamShape, type StreamSelection, type StreamShape } from "../../js/stream_change";
-import type { Meta } from "../../js/types";
+import { clampToStream, streamShape, type StreamSelection, type StreamShape } from "../../js/wire/stream_change";
+import type { Meta } from "../../js/wire/types";
 import chunksJson from "../fixtures/wire/chunks.json";
 import keysJson from "../fixtures/wire/keys.json";
 import metaJson from "../fixtures/wire/meta.json";

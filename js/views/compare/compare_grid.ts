@@ -1,7 +1,7 @@
 // The model view of a comparison: A − B thumbnails on the diverging scale, the
 // cells ranked by how much each head changed, and each cell's divergence.
 import { arr } from "../../data";
-import type { AppState, Chunk, Meta, Store, StreamMeta } from "../../types";
+import type { AppState, Chunk, Meta, Store, StreamMeta } from "../../wire/types";
 import { fmt, h, type Listeners } from "../common";
 import type { Thumbnails } from "../model/model_grid";
 

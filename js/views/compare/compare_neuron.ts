@@ -2,15 +2,15 @@
 // key's q·k and softmax weight in A and in B side by side, with their change, and
 // for the selected key the per-dimension q×k of both inputs.
 import { readTheme, rgba, type ThemeColors } from "../../colors";
-import { attnKey, qkKey, sideKey } from "../../chunk_keys";
+import { attnKey, qkKey, sideKey } from "../../wire/keys";
 import { chunkWords } from "../../chunk_words";
 import { arr } from "../../data";
 import { isolate, joinParts, labelElement } from "../../label_text";
 import { canvasPainter } from "../../paint/canvas_painter";
 import { defaultQuery, keySide, querySide, streamOf, tokenClasses } from "../../tokens";
-import type { Chunk, Cleanup, ViewContext } from "../../types";
+import type { Chunk, Cleanup, ViewContext } from "../../wire/types";
 import { fmt, fmtWeight, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas } from "../common";
-import { signedColor } from "../compare_colors";
+import { signedColor } from "./compare_colors";
 import { cellW, paintStrip, STRIP_H } from "../neuron/neuron_paint";
 import { neuronRows, type NeuronRows } from "../neuron/neuron_rows";
 

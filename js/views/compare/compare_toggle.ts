@@ -2,7 +2,7 @@
 import { COMPARE_SIDE_LABELS } from "../../labels";
 import { labelElement } from "../../label_text";
 import { COMPARE_SIDES } from "../../selection";
-import type { AppState, CompareSide, ComparisonMeta, Meta, Store } from "../../types";
+import type { AppState, CompareSide, ComparisonMeta, Meta, Store } from "../../wire/types";
 import { h, type Listeners } from "../common";
 
 /** The side a comparison shows (null stands for A − B); null outside a comparison. */

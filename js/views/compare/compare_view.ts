@@ -1,7 +1,7 @@
 // Which renderer and which chunks a view of a comparison gets: the usual view over
 // one side's chunks, or, for the neuron view of A − B, A and B side by side.
 import { sideData } from "../../compare_data";
-import type { Cleanup, CompareSide, ViewContext, ViewName } from "../../types";
+import type { Cleanup, CompareSide, ViewContext, ViewName } from "../../wire/types";
 import { renderCompareNeuron } from "./compare_neuron";
 
 /** Render view `name` of `side` (null: not a comparison); the view's host says which side it shows (`data-side`). */

@@ -6,9 +6,9 @@
 // image_draw.ts, image_events.ts; geometry and painting in image_geometry.ts and
 // image_paint.ts.
 import { saveButtons } from "../../export_image";
-import type { Cleanup, ViewContext } from "../../types";
+import type { Cleanup, ViewContext } from "../../wire/types";
 import { h, listeners, scheduler, type Listeners } from "../common";
-import { stepControl } from "../head_step";
+import { stepControl } from "../head/head_step";
 import { buildStrip, fillHeads, paintImageView } from "./image_draw";
 import { bindImageEvents, followStore } from "./image_events";
 import { loadLayer, loadPixels } from "./image_load";

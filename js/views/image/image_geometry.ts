@@ -3,7 +3,7 @@
 // several) from an `image:` chunk, which queries weigh a patch most, and the colour
 // of a picture pixel under the heatmap.
 import type { RGB } from "../../colors";
-import type { ImagesMeta } from "../../types";
+import type { ImagesMeta } from "../../wire/types";
 
 /** Largest side of an image's main panel and of an extra grid's (overview) panel, CSS px. */
 export const MAIN_SIDE = 300;

@@ -1,5 +1,5 @@
 // The image view's chunks: the pictures (once) and the current layer's weights.
-import { imageKey } from "../../chunk_keys";
+import { imageKey } from "../../wire/keys";
 import { chunkWords } from "../../chunk_words";
 import { setStatus } from "../common";
 import type { ImageView } from "./image_state";

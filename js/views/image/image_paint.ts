@@ -4,7 +4,7 @@
 import { hex, type RGB, type ThemeColors } from "../../colors";
 import { imageLabel } from "../../label_text";
 import type { Painter, Picture } from "../../paint/painter";
-import type { NDArray } from "../../types";
+import type { NDArray } from "../../wire/types";
 import { fmt } from "../common";
 import { CAPTION_H, heatAlpha, heatColor, heatOf, PICTURE_KEPT, rangeOf, type Hit, type Layout, type Panel } from "./image_geometry";
 

@@ -2,12 +2,12 @@
 // image_load.ts fetches the pictures and the layer's weights, image_draw.ts paints
 // and writes, image_events.ts answers the pointer, the selects and the store.
 import { readTheme, type ThemeColors } from "../../colors";
-import { pixelsKey } from "../../chunk_keys";
+import { pixelsKey } from "../../wire/keys";
 import { generationOf, type Generation } from "../../generation";
 import type { Picture } from "../../paint/painter";
 import { querySide, streamOf, type Side } from "../../tokens";
-import type { Chunk, ImagesMeta, NDArray, StreamMeta, ViewContext } from "../../types";
-import type { StepControl } from "../head_step";
+import type { Chunk, ImagesMeta, NDArray, StreamMeta, ViewContext } from "../../wire/types";
+import type { StepControl } from "../head/head_step";
 import { layoutPanels, queryWeights, type Hit, type ImageRows, type Layout } from "./image_geometry";
 import { imagePicture } from "./image_paint";
 

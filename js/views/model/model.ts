@@ -7,7 +7,7 @@ import { hex, LONG_INPUT } from "../../colors";
 import { saveButtons } from "../../export_image";
 import { offeredViews } from "../../offered_views";
 import { streamOf } from "../../tokens";
-import type { Cleanup, ViewContext } from "../../types";
+import type { Cleanup, ViewContext } from "../../wire/types";
 import { h, listeners, scheduler, watchResize } from "../common";
 import { gridOrderSelect } from "../compare/compare_grid";
 import { mountOverview } from "../overview/overview";

@@ -1,7 +1,7 @@
 // The model view's pictures: the grid of every layer's heads (with the ranking's
 // badges), its scale legend, and the hovered cell's large preview.
 import { hex, LONG_INPUT } from "../../colors";
-import { attnKey } from "../../chunk_keys";
+import { attnKey } from "../../wire/keys";
 import { arr } from "../../data";
 import { generationOf } from "../../generation";
 import { canvasPainter } from "../../paint/canvas_painter";

@@ -2,7 +2,7 @@
 // a pause), click it (open it in the head or neuron view), the toolbar's controls,
 // and the store's changes.
 import { LONG_INPUT, type HeatScale } from "../../colors";
-import { attnKey } from "../../chunk_keys";
+import { attnKey } from "../../wire/keys";
 import type { Listeners } from "../common";
 import { drawPreview, placePreview, sayScale, scene } from "./model_draw";
 import { cellAt, GAP, placedOrigin } from "./model_grid";

@@ -1,6 +1,6 @@
 // The model view's chunks: the stream's thumbnails, and its statistics once a
 // ranking is chosen (or a hovered cell shows them).
-import { statsKey, thumbsKey } from "../../chunk_keys";
+import { statsKey, thumbsKey } from "../../wire/keys";
 import { chunkWords } from "../../chunk_words";
 import { setStatus } from "../common";
 import { drawPreview } from "./model_draw";

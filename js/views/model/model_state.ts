@@ -5,8 +5,8 @@ import { LONG_INPUT, readTheme, weightLut, type HeatScale, type ThemeColors } fr
 import { generationOf } from "../../generation";
 import type { PixelScratch } from "../../paint/canvas_painter";
 import { streamOf } from "../../tokens";
-import type { Chunk, StatisticMeta, StreamMeta, ViewContext } from "../../types";
-import { divergingLut } from "../compare_colors";
+import type { Chunk, StatisticMeta, StreamMeta, ViewContext } from "../../wire/types";
+import { divergingLut } from "../compare/compare_colors";
 import { thumbLut, type GridGeometry } from "./model_grid";
 
 /** The elements the parts read and write. */

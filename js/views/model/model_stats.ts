@@ -5,7 +5,7 @@
 import { hex, type ThemeColors } from "../../colors";
 import { arr } from "../../data";
 import type { Painter } from "../../paint/painter";
-import type { AppState, Chunk, StatisticMeta, Store } from "../../types";
+import type { AppState, Chunk, StatisticMeta, Store } from "../../wire/types";
 import { h, type Listeners } from "../common";
 import { cellOrigin, type GridGeometry } from "./model_grid";
 

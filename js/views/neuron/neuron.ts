@@ -7,7 +7,7 @@ import { arr } from "../../data";
 import { saveButtons } from "../../export_image";
 import { imageLabel } from "../../label_text";
 import { streamOf } from "../../tokens";
-import type { Cleanup, ViewContext } from "../../types";
+import type { Cleanup, ViewContext } from "../../wire/types";
 import { fmt, h, listeners, scheduler, type Listeners } from "../common";
 import { headPicker } from "./neuron_controls";
 import { drawNeuron, visibleKeys } from "./neuron_draw";

@@ -1,6 +1,6 @@
 // The neuron view's head picker: the head it explains, chosen in the view itself
 // (←/→ also step through heads; the help lists them).
-import type { AppState, Store } from "../../types";
+import type { AppState, Store } from "../../wire/types";
 import { h, type Listeners } from "../common";
 
 /** A "head N" select bound to the store's `head`; `missing` gives the heads a page holds no q/k of. */

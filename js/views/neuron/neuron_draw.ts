@@ -4,7 +4,7 @@ import { arr } from "../../data";
 import { isolate, joinParts, labelElement } from "../../label_text";
 import { canvasPainter } from "../../paint/canvas_painter";
 import { tokenClasses } from "../../tokens";
-import type { Chunk } from "../../types";
+import type { Chunk } from "../../wire/types";
 import { fmt, fmtWeight, h, markDrawn, setStatus, sizeCanvas } from "../common";
 import { syncHeadPicker } from "./neuron_controls";
 import { computeRows } from "./neuron_load";

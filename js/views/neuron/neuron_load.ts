@@ -1,6 +1,6 @@
 // The neuron view's data: the head's q and k (its neighbours' fetched ahead), the
 // recorded weights to check against, and the rows computed from them.
-import { attnKey, qkKey } from "../../chunk_keys";
+import { attnKey, qkKey } from "../../wire/keys";
 import { chunkWords } from "../../chunk_words";
 import { setStatus } from "../common";
 import { neuronRows } from "./neuron_rows";

@@ -3,7 +3,7 @@
 // No DOM: tests/js/neuron.test.ts checks them directly.
 import { arr } from "../../data";
 import { maskRow, qkParts, scoreOf, softmaxRow } from "../../derive";
-import type { Chunk } from "../../types";
+import type { Chunk } from "../../wire/types";
 
 export { softmaxRow };
 

@@ -3,7 +3,7 @@
 // neuron_draw.ts writes them, neuron_events.ts answers the pointer, keys and store.
 import { readTheme, type ThemeColors } from "../../colors";
 import { defaultQuery, keySide, querySide, streamOf, type Side } from "../../tokens";
-import type { AppState, Chunk, StreamMeta, ViewContext } from "../../types";
+import type { AppState, Chunk, StreamMeta, ViewContext } from "../../wire/types";
 import type { NeuronRows } from "./neuron_rows";
 
 export interface RowEls { row: HTMLDivElement; label: HTMLSpanElement; tok: HTMLSpanElement; kc: HTMLCanvasElement; pc: HTMLCanvasElement; qk: HTMLSpanElement; bias: HTMLSpanElement; score: HTMLSpanElement; bar: HTMLSpanElement; w: HTMLSpanElement }

@@ -5,9 +5,9 @@
 // brings the map and the query there. This file mounts the elements and wires the
 // parts: overview_state.ts, overview_load.ts (tiles), overview_draw.ts (the map),
 // overview_events.ts; the geometry is in overview_geometry.ts.
-import type { Cleanup, ViewContext } from "../../types";
+import type { Cleanup, ViewContext } from "../../wire/types";
 import { h, listeners, scheduler, type Listeners } from "../common";
-import { tokenSearch } from "../head_search";
+import { tokenSearch } from "../head/head_search";
 import { fillHeads, paintOverview, paintRamp, say } from "./overview_draw";
 import { bindOverviewEvents, followStore, jump } from "./overview_events";
 import { labels, overviewState, type Overview, type OverviewDom } from "./overview_state";

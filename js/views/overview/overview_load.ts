@@ -1,6 +1,6 @@
 // The overview's tiles: fetched as the map needs them, painted once into small
 // canvases (the latest few hundred kept), and the best loaded stand-in for a tile.
-import type { Chunk } from "../../types";
+import type { Chunk } from "../../wire/types";
 import { parentOf, TILE, type TilePlace } from "./overview_geometry";
 import { keyOf, type Overview } from "./overview_state";
 

@@ -2,9 +2,9 @@
 // overview_load.ts fetches and paints tiles, overview_draw.ts draws the map,
 // overview_events.ts answers zoom, drag, clicks, the head select and the store.
 import { readTheme, type ThemeColors } from "../../colors";
-import { tileKey } from "../../chunk_keys";
+import { tileKey } from "../../wire/keys";
 import { querySide, streamOf } from "../../tokens";
-import type { StreamMeta, ViewContext } from "../../types";
+import type { StreamMeta, ViewContext } from "../../wire/types";
 import { thumbLut } from "../model/model_grid";
 import type { OverviewView, TilePlace } from "./overview_geometry";
 

@@ -43,7 +43,7 @@ SNAPSHOT_HEIGHT_PX = 620
 """Most height of the snapshot's frame; the view scrolls inside it when it is taller."""
 
 _HEAD_ROW_PX, _HEAD_CHROME_PX = 18, 110  # the head view's token rows and its bars above them
-# The head view's height and the rows it draws past each edge (js/views/head_lines.ts:
+# The head view's height and the rows it draws past each edge (js/views/head/head_lines.ts:
 # MAX_VIEW_H, OVERSCAN): its first draw reads the rows of that much.
 _HEAD_VIEW_PX, _HEAD_OVERSCAN = 560, 4
 

@@ -844,7 +844,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     def _clamp_to_stream(self, change: t.Bunch) -> None:
         # The first assignment, in __init__, comes from the default name: nothing to move.
         old_name = change["old"] if change["old"] in self._trace.streams else self.stream
-        # One rule with the browser's (encode/stream_change.py, js/stream_change.ts).
+        # One rule with the browser's (encode/stream_change.py, js/wire/stream_change.ts).
         shapes = [stream_shape(self._trace, n) for n in (old_name, self.stream)]
         clamped = clamp_to_stream({n: getattr(self, n) for n in CLAMPED}, *shapes)
         with self.hold_trait_notifications():

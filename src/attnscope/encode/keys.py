@@ -1,4 +1,4 @@
-"""Chunk keys: the one module that writes and reads them (``js/chunk_keys.ts`` is its mirror).
+"""Chunk keys: the one module that writes and reads them (``js/wire/keys.ts`` is its mirror).
 
 A key names one chunk of a trace (``docs/protocol.md``, "Chunks"):
 ``thumbs:<stream>`` (or ``thumbs:<stream>:<first row>``), ``top:<stream>:<layer>``

@@ -1,6 +1,6 @@
-"""``_meta``'s shape: one TypedDict per interface of ``js/types.ts``, same names and fields.
+"""``_meta``'s shape: one TypedDict per interface of ``js/wire/types.ts``, same names and fields.
 
-``tests/test_wire_meta_types.py`` reads ``js/types.ts`` and fails when an
+``tests/test_wire_meta_types.py`` reads ``js/wire/types.ts`` and fails when an
 interface there and its TypedDict here name different fields, so a field added
 on one side only is caught. ``NotRequired`` marks what Python leaves out of
 some ``_meta`` (``views`` before a widget adds it, ``comparison`` on a single
@@ -105,7 +105,7 @@ class ImageGridMeta(TypedDict):
 
 
 class ImageMeta(TypedDict):
-    """One image of ``_meta.images`` (inline in ``js/types.ts``)."""
+    """One image of ``_meta.images`` (inline in ``js/wire/types.ts``)."""
 
     height: int
     width: int
@@ -160,4 +160,4 @@ MIRRORED: dict[str, type] = {
     "ImagesMeta": ImagesMeta,
     "SegmentsMeta": SegmentsMeta,
 }
-"""Each TypedDict by the name of its interface in ``js/types.ts``."""
+"""Each TypedDict by the name of its interface in ``js/wire/types.ts``."""

@@ -1,4 +1,4 @@
-"""What a change of stream keeps of the selection: one rule, mirrored by ``js/stream_change.ts``.
+"""What a stream change keeps of the selection: one rule, mirrored by ``js/wire/stream_change.ts``.
 
 Both the widget (a ``stream`` set from Python) and the browser (the stream
 select) apply it, and ``tests/fixtures/wire/stream_change.json`` is the table

@@ -1,5 +1,5 @@
 // A tiny trace computed in JS, served as protocol chunks (docs/protocol.md).
-import type { AppState, Meta, TokenKind } from "../../../js/types";
+import type { AppState, Meta, TokenKind } from "../../../js/wire/types";
 import { DEFAULT_SELECTION } from "../../../js/selection";
 import type { WidgetTraits } from "../../../js/traits";
 import { createStore } from "../../../js/state";

@@ -1,7 +1,7 @@
 // The head view's token search: type a word, Enter jumps to the next query row whose
 // label holds it (Shift+Enter: the previous one), so a long input's "needle" is one
 // keystroke away. The match becomes the locked query, which scrolls into view.
-import { h, type Listeners } from "./common";
+import { h, type Listeners } from "../common";
 
 /** The `step`-th match (1: next, -1: previous) of `needle` around row `from`, and how many there are. */
 export function findToken(labels: readonly string[], needle: string, from: number, step: 1 | -1 = 1): { row: number; rank: number; count: number } | null {

@@ -4,14 +4,14 @@
 // chunk. Labels are the segment's first words; hovering one shows its token range
 // and text, and focuses its lines (a click keeps the focus). The numbers are
 // segment_geometry.ts; head.ts shows this panel in place of the token rows.
-import { hex, type ThemeColors } from "../colors";
-import { segmentsKey } from "../chunk_keys";
-import { chunkWords } from "../chunk_words";
-import { isolate, labelElement } from "../label_text";
-import { canvasPainter } from "../paint/canvas_painter";
-import type { Picture } from "../paint/painter";
-import type { AppState, Chunk, DataSource, Meta, SegmentsMeta, Store } from "../types";
-import { fmt, h, setStatus, sizeCanvas, type Listeners } from "./common";
+import { hex, type ThemeColors } from "../../colors";
+import { segmentsKey } from "../../wire/keys";
+import { chunkWords } from "../../chunk_words";
+import { isolate, labelElement } from "../../label_text";
+import { canvasPainter } from "../../paint/canvas_painter";
+import type { Picture } from "../../paint/painter";
+import type { AppState, Chunk, DataSource, Meta, SegmentsMeta, Store } from "../../wire/types";
+import { fmt, h, setStatus, sizeCanvas, type Listeners } from "../common";
 import { SEGMENT_ROW, segmentLayout, type SegmentFocus } from "./segment_geometry";
 import { paintSegmentLabels, paintSegmentLines, segmentCaption } from "./segment_paint";
 

@@ -3,9 +3,9 @@
 // Its toolbar controls, the rows the view shows (words or tokens) and the
 // pipeline from chunks to the rows the lines are drawn from; the arithmetic is
 // in head_transform.ts.
-import { keySide, PIECE_MARK, querySide, type Side } from "../tokens";
-import type { AppState, Meta, Selection, Store, StreamMeta } from "../types";
-import { h, type Listeners } from "./common";
+import { keySide, PIECE_MARK, querySide, type Side } from "../../tokens";
+import type { AppState, Meta, Selection, Store, StreamMeta } from "../../wire/types";
+import { h, type Listeners } from "../common";
 import type { TopRows } from "./head_lines";
 import {
   asTopRows, decodeTop, hideTokens, keepQueries, logScale, mergeWords, stackHeads, summedKeys, wordCount, type Rows,

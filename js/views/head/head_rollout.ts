@@ -3,9 +3,9 @@
 // it asks Python for the locked query's row alone (`pseudo:<s>:<l>:<query>`, a row
 // vector times each layer's attention, a block of rows at a time) and draws it over
 // the heads' lines in the text colour.
-import { arr } from "../data";
-import type { Chunk } from "../types";
-import { h, type Listeners } from "./common";
+import { arr } from "../../data";
+import type { Chunk } from "../../wire/types";
+import { h, type Listeners } from "../common";
 import type { TopRows } from "./head_lines";
 
 /** The checkbox that turns the locked query's rollout on. */

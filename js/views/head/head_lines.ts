@@ -1,9 +1,9 @@
 // The head view's geometry, as numbers only: which rows a draw covers, which
 // (head, query, key) lines it shows and where each runs. No DOM and no canvas,
 // so tests/js/head_lines.test.ts checks it directly.
-import { arr } from "../data";
-import { pairPasses } from "../tokens";
-import type { Chunk, PairFilter } from "../types";
+import { arr } from "../../data";
+import { pairPasses } from "../../tokens";
+import type { Chunk, PairFilter } from "../../wire/types";
 
 /** Height of a token row. */
 export const ROW = 18;

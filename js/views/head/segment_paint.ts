@@ -1,10 +1,10 @@
 // The head view's segments picture as Painter calls: the screen canvas, the PNG
 // and the SVG export all come from these (js/paint/), so an export of segment
 // rows (sentences, turns, collapsed images) is what the panel shows.
-import { hex, mix, type ThemeColors } from "../colors";
-import { imageLabel } from "../label_text";
-import type { Painter } from "../paint/painter";
-import type { SegmentsMeta } from "../types";
+import { hex, mix, type ThemeColors } from "../../colors";
+import { imageLabel } from "../../label_text";
+import type { Painter } from "../../paint/painter";
+import type { SegmentsMeta } from "../../wire/types";
 import {
   SEGMENT_ROW, segmentKeyWeights, segmentLines, segmentY, type SegmentFocus, type SegmentLayout,
 } from "./segment_geometry";

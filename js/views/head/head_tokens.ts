@@ -1,9 +1,9 @@
 // The head view's token columns: a pool of absolutely placed rows, only as many
 // as are visible, so thousands of tokens cost a screenful of elements.
-import { rgba, type RGB } from "../colors";
-import { isolate, labelElement } from "../label_text";
-import { tokenClasses, type Side } from "../tokens";
-import { h } from "./common";
+import { rgba, type RGB } from "../../colors";
+import { isolate, labelElement } from "../../label_text";
+import { tokenClasses, type Side } from "../../tokens";
+import { h } from "../common";
 import { COL_W, ROW } from "./head_lines";
 
 export interface TokenColumn {

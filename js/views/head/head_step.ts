@@ -1,11 +1,11 @@
 // The head view's step control for a trace of a generation: play, or step
 // through the generated tokens; the query moves to each in turn (js/generation.ts
 // links the step and the query), over the keys it could see.
-import { clampStep, queryOfStep, type Generation } from "../generation";
-import { labelElement } from "../label_text";
-import type { Side } from "../tokens";
-import type { AppState, Store } from "../types";
-import { h, type Listeners } from "./common";
+import { clampStep, queryOfStep, type Generation } from "../../generation";
+import { labelElement } from "../../label_text";
+import type { Side } from "../../tokens";
+import type { AppState, Store } from "../../wire/types";
+import { h, type Listeners } from "../common";
 import type { TopRows } from "./head_lines";
 
 /** Time each step is shown while playing. */

@@ -1,7 +1,7 @@
 // The diverging scale of a comparison's A − B: the theme's --as-pos (A attends
 // more) and --as-neg (B attends more) around the background, so it reads in
 // light and dark themes alike.
-import { mix, type RGB, type ThemeColors } from "../colors";
+import { mix, type RGB, type ThemeColors } from "../../colors";
 
 /** The LUT entry of a signed byte (−127 .. 127): entry 128 is 0. */
 export const SIGNED_ZERO = 128;

@@ -1,10 +1,10 @@
 // The head view of A − B: a line per (head, query, key) whose weight changed,
 // red where A attends more, blue where B does, opacity by the size of the change
 // relative to the largest one drawn.
-import { hex, type ThemeColors } from "../colors";
-import type { Painter } from "../paint/painter";
-import { h } from "./common";
-import { BUCKETS, bucketOf, type HeadLayout, type Lines } from "./head_lines";
+import { hex, type ThemeColors } from "../../colors";
+import type { Painter } from "../../paint/painter";
+import { h } from "../common";
+import { BUCKETS, bucketOf, type HeadLayout, type Lines } from "../head/head_lines";
 
 /** One stroke per (opacity step, sign), the largest changes drawn last (on top). */
 export function paintSignedLines(p: Painter, lines: Lines, layout: HeadLayout, theme: ThemeColors): void {

@@ -2,8 +2,8 @@
 // (`top:<stream>:<layer>:<first row>`, docs/protocol.md) or whole. A layer
 // switch at thousands of tokens then asks Python for the screenful of rows the
 // view draws, not for every row of the layer. No DOM: tests/js/head_blocks.test.ts.
-import { topBlockKey, topKey } from "../chunk_keys";
-import type { Chunk, DataSource, StreamMeta, TypedArray } from "../types";
+import { topBlockKey, topKey } from "../../wire/keys";
+import type { Chunk, DataSource, StreamMeta, TypedArray } from "../../wire/types";
 import { topRowsOf, type TopRows } from "./head_lines";
 
 /** Query rows `[first, last]`, both included (token indices, not display rows). */

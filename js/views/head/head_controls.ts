@@ -1,9 +1,9 @@
 // The head view's toolbar controls: the head swatches and the sentence-pair filter.
-import { headColor, textOn } from "../colors";
-import { PAIR_FILTER_LABELS } from "../labels";
-import { PAIR_FILTERS } from "../selection";
-import type { AppState, Store } from "../types";
-import { h, type Listeners } from "./common";
+import { headColor, textOn } from "../../colors";
+import { PAIR_FILTER_LABELS } from "../../labels";
+import { PAIR_FILTERS } from "../../selection";
+import type { AppState, Store } from "../../wire/types";
+import { h, type Listeners } from "../common";
 
 const headOf = (e: Event): number | null => {
   const b = (e.target as HTMLElement).closest?.("[data-head]") as HTMLElement | null;

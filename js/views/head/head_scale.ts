@@ -1,9 +1,9 @@
 // The head view's scale, said in words: what a line's strength and a key bar's
 // full length mean, a way to see rows whose weights are all tiny (long inputs),
 // and the caption an exported image carries.
-import { LONG_INPUT } from "../colors";
-import { imageLabel } from "../label_text";
-import { fmt, h, type Listeners } from "./common";
+import { LONG_INPUT } from "../../colors";
+import { imageLabel } from "../../label_text";
+import { fmt, h, type Listeners } from "../common";
 import { BUCKETS, bucketOf, lineWidth, ROW, type HeadLayout, type Lines } from "./head_lines";
 import { LOG_DECADES } from "./head_transform";
 

@@ -3,16 +3,16 @@
 // The numbers live in head_lines.ts, the drawing in head_paint.ts, the token
 // rows in head_tokens.ts and the toolbar in head_controls.ts; this file wires
 // them to the store and the chunks.
-import { hex, readTheme, type ThemeColors } from "../colors";
-import { pseudoKey, queryRolloutKey } from "../chunk_keys";
-import { chunkWords } from "../chunk_words";
-import { saveButtons } from "../export_image";
-import { canvasPainter } from "../paint/canvas_painter";
-import type { Painter } from "../paint/painter";
-import { streamOf } from "../tokens";
-import type { AppState, Chunk, Cleanup, ViewContext } from "../types";
-import { fmt, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, watchResize, widthOf } from "./common";
-import { generationClasses, generationOf, queryOfStep, type Generation } from "../generation";
+import { hex, readTheme, type ThemeColors } from "../../colors";
+import { pseudoKey, queryRolloutKey } from "../../wire/keys";
+import { chunkWords } from "../../chunk_words";
+import { saveButtons } from "../../export_image";
+import { canvasPainter } from "../../paint/canvas_painter";
+import type { Painter } from "../../paint/painter";
+import { streamOf } from "../../tokens";
+import type { AppState, Chunk, Cleanup, ViewContext } from "../../wire/types";
+import { fmt, h, listeners, markDrawn, scheduler, setStatus, sizeCanvas, watchResize, widthOf } from "../common";
+import { generationClasses, generationOf, queryOfStep, type Generation } from "../../generation";
 import {
   analyse, analysisControls, displayOf, offeredPseudo, pseudoColor, rowOf, summedRows, sums, tokenOf,
   type Analysed, type Display,
@@ -32,8 +32,8 @@ import {
 } from "./head_scale";
 import { clearRows, placeRows, type TokenColumn } from "./head_tokens";
 import { segmentPanel, segmentRows, segmentToggle } from "./head_segments";
-import { diffLegend, paintSignedLines } from "./compare_head";
-import { signedColor } from "./compare_colors";
+import { diffLegend, paintSignedLines } from "../compare/compare_head";
+import { signedColor } from "../compare/compare_colors";
 
 export function renderHeadView(ctx: ViewContext): Cleanup {
   const { meta, store, data, root } = ctx;

@@ -1,9 +1,9 @@
 // The head view's picture, as Painter calls: the screen canvas, the PNG and the
 // SVG export all come from these.
-import { hex, type ThemeColors } from "../colors";
-import { imageLabel } from "../label_text";
-import type { Painter } from "../paint/painter";
-import type { Side } from "../tokens";
+import { hex, type ThemeColors } from "../../colors";
+import { imageLabel } from "../../label_text";
+import type { Painter } from "../../paint/painter";
+import type { Side } from "../../tokens";
 import { lineAlpha } from "./head_scale";
 import { BUCKETS, COL_W, groupLines, lineWidth, ROW, rowY, visibleRows, type HeadLayout, type Lines } from "./head_lines";
 
