@@ -79,6 +79,16 @@ function mountModelDom(ctx: ViewContext, L: ReturnType<typeof listeners>): Model
   const onlyBox = h("input", "", { type: "checkbox", "data-testid": "generated-only" });
   const only = h("label", "attnscope-check", { title: "Each cell shows only the rows of the generated tokens" });
   only.append(onlyBox, " generated rows only");
+  // Collapsed rows (`segment_rows`, the head view's box too): each image one row and column.
+  const images = meta.segments?.by === "images";
+  const segBox = h("input", "", { type: "checkbox", "data-testid": "model-toggle-segments" });
+  const seg = h("label", "attnscope-check attnscope-mv-seg-toggle", {
+    title: images
+      ? "Each cell: a head's attention with each image one row and one column (its tokens' attention summed), every other token its own; unticked: every token"
+      : "Each cell: a head's attention between segments (the mean over a segment's queries of the weight summed over each other's keys), or between tokens",
+  });
+  seg.append(segBox, images ? " collapse images" : ` ${meta.segments?.by === "positions" ? "segments" : meta.segments?.by ?? "segments"}`);
+  seg.hidden = true;
   const scaleSel = h("select", "attnscope-select", { "aria-label": "Colour scale", "data-testid": "model-scale-select" });
   for (const [value, label] of [["linear", "scale: linear"], ["log", "scale: log"]] as const) {
     const o = h("option", "", { value });
@@ -90,7 +100,7 @@ function mountModelDom(ctx: ViewContext, L: ReturnType<typeof listeners>): Model
   const statistics = meta.comparison ? [] : meta.statistics ?? [];
   const rankBy = statistics.length ? rankSelect(L, store, statistics) : null;
   if (rankBy) bar.append(rankBy);
-  bar.append(only, hint, scaleSel, legend);
+  bar.append(only, seg, hint, scaleSel, legend);
   if (meta.comparison) bar.append(gridOrderSelect(L, store));
   const status = h("div", "attnscope-status");
   const wrap = h("div", "attnscope-mv-wrap");
@@ -103,5 +113,5 @@ function mountModelDom(ctx: ViewContext, L: ReturnType<typeof listeners>): Model
   wrap.append(canvas, preview);
   view.append(bar, status, wrap);
   root.append(view);
-  return { view, bar, only, onlyBox, scaleSel, legend, rankBy, status, wrap, canvas, preview, pcanvas, pcap };
+  return { view, bar, only, onlyBox, seg, segBox, scaleSel, legend, rankBy, status, wrap, canvas, preview, pcanvas, pcap };
 }

@@ -11,6 +11,8 @@ import { divergenceNote, gridOrder, signedThumbnails } from "../compare/compare_
 import { gridGeometry, heatmapTile, paintGrid, rowsToOwnMax, THUMB_DECADES, type GridScene, type Thumbnails } from "./model_grid";
 import { AXIS_LEFT, AXIS_TOP, drawPreview as paintPreview, MAP } from "./model_preview";
 import { cellNumbers, layerRanking, paintBadges, statValues } from "./model_stats";
+import { loadSegments, segmentLayer, segmentMode, segmentSide, visibleLayers } from "./model_segments";
+import { segmentsOf } from "../head/head_segments";
 import { firstRow, perRow, streamNow, type Cell, type ModelView } from "./model_state";
 
 /** The legend's words for the scale. */
@@ -49,7 +51,8 @@ export function scene(m: ModelView): GridScene {
   const sm = streamNow(m), s = m.ctx.store.get(), values = ranked(m);
   const compared = gridOrder(m.ctx.meta, s);
   const order = compared ?? (values ? layerRanking(values, sm.layers.length, sm.num_heads) : null);
-  return { geo: m.geo, layerNumbers: sm.layers, heads: sm.num_heads, thumbs: thumbnails(m), lut: m.lut, theme: m.theme, selected: { layer: s.layer, head: s.head }, order, orderWithinLayers: !compared };
+  const layerCells = segmentMode(m) ? (l: number) => segmentLayer(m, l) : null;
+  return { geo: m.geo, layerNumbers: sm.layers, heads: sm.num_heads, thumbs: thumbnails(m), lut: m.lut, theme: m.theme, selected: { layer: s.layer, head: s.head }, order, orderWithinLayers: !compared, layerCells };
 }
 
 /** The grid, and the ranking's badges over it. */
@@ -62,13 +65,17 @@ export function paintAll(m: ModelView, p: Parameters<typeof paintGrid>[0], sc: G
 /** Draw now; `false` when the view has no width (hidden) and nothing was drawn. */
 export function drawGrid(m: ModelView): boolean {
   const { store, meta } = m.ctx;
-  const { view, only, onlyBox, canvas, rankBy } = m.dom;
+  const { view, only, onlyBox, seg, segBox, canvas, rankBy } = m.dom;
   const sm = streamNow(m);
-  only.hidden = !generationOf(meta, store.get().stream);
+  const segs = segmentMode(m);
+  only.hidden = !!segs || !generationOf(meta, store.get().stream);
   onlyBox.checked = store.get().generated_only;
+  seg.hidden = !segmentsOf(meta, store.get().stream);
+  segBox.checked = !!segs;
   const width = widthOf(view);
   if (!width) return false; // the scheduler tries again next frame, watchResize once it has a width
   m.geo = gridGeometry(sm.layers.length, sm.num_heads, width);
+  if (segs) loadSegments(m); // the rows on screen, now that the geometry is known
   const dpr = window.devicePixelRatio || 1;
   const c = sizeCanvas(canvas, m.geo.width, m.geo.height, dpr);
   if (c) {
@@ -78,7 +85,11 @@ export function drawGrid(m: ModelView): boolean {
   }
   view.dataset.rankedBy = ranked(m) ? (store.get().rank_by ?? "") : "";
   if (rankBy) rankBy.value = store.get().rank_by ?? "";
-  markDrawn(view, !!m.thumbs && !m.thumbs.error);
+  view.dataset.rows = segs ? "segments" : "tokens";
+  // Collapsed rows are ready once the layers on screen have their chunks (or say why not).
+  const shown = segs ? visibleLayers(m).map((l) => segmentLayer(m, l)) : [];
+  view.dataset.segmentsMissing = String(shown.filter((x) => typeof x === "string").length);
+  markDrawn(view, segs ? shown.every((x) => x !== null) : !!m.thumbs && !m.thumbs.error);
   return true;
 }
 
@@ -92,6 +103,17 @@ export function drawPreview(m: ModelView, cell: Cell): void {
   const numbers = cellNumbers(m.stats, m.statistics, sm.num_heads, cell.l, cell.h);
   pcap.textContent = `Layer ${sm.layers[cell.l] ?? cell.l} · head ${cell.h}${from ? " · generated rows" : ""}${divergenceNote(meta, s.stream, cell.l, cell.h)}${numbers.length ? `\n${numbers.join(" · ")}` : ""}`;
   const place = { x: AXIS_LEFT, y: AXIS_TOP, w: MAP, h: MAP };
+  const segs = segmentMode(m);
+  if (segs) {
+    const got = segmentLayer(m, cell.l), S = segs.labels.length;
+    const why = typeof got === "string" ? got : got ? m.hoverPair : "loading the collapsed rows…";
+    pcap.textContent = `Layer ${sm.layers[cell.l] ?? cell.l} · head ${cell.h} · ${segs.by === "images" ? "images collapsed" : `${segs.by} as rows`}${why ? `\n${why}` : ""}${numbers.length ? `\n${numbers.join(" · ")}` : ""}`;
+    const tile = got && typeof got !== "string" ? heatmapTile(place, got.data.subarray(cell.h * S * S, (cell.h + 1) * S * S), S, S, null, m.lut) : null;
+    preview.dataset.source = tile ? "segments" : "none";
+    const side = segmentSide(segs);
+    paintPreview(pcanvas, { tile, sideQ: side, sideK: side, theme: m.theme });
+    return;
+  }
   const full = data.peek(attnKey(s.stream, cell.l, cell.h));
   const small = thumbnails(m);
   let tile = null, rowsFrom = 0;

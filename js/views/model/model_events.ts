@@ -7,6 +7,7 @@ import type { Listeners } from "../common";
 import { drawPreview, placePreview, sayScale, scene } from "./model_draw";
 import { cellAt, GAP, placedOrigin } from "./model_grid";
 import { loadStats, loadThumbs } from "./model_load";
+import { loadSegments, resetSegments, segmentMode, segmentPair } from "./model_segments";
 import { AXIS_LEFT, MAP } from "./model_preview";
 import { firstRow, readModelTheme, setLuts, streamNow, type Cell, type ModelView } from "./model_state";
 
@@ -47,7 +48,21 @@ function hover(m: ModelView, e: MouseEvent): void {
   const origin = placedOrigin(m.geo, cell.l, cell.h, streamNow(m).num_heads, scene(m).order);
   preview.style.left = `${Math.min(origin.x + m.geo.cell + GAP + 8, Math.max(0, m.geo.width - PREVIEW_W - 8))}px`;
   placePreview(m, origin.y);
-  if (m.hoverCell?.l === cell.l && m.hoverCell.h === cell.h) return;
+  const same = m.hoverCell?.l === cell.l && m.hoverCell.h === cell.h;
+  if (segmentMode(m)) {
+    // Collapsed rows: the pointer's place in the cell names its (query, key) segments.
+    const r = m.dom.canvas.getBoundingClientRect();
+    const share = { x: (e.clientX - r.left - origin.x) / m.geo.cell, y: (e.clientY - r.top - origin.y) / m.geo.cell };
+    const pair = segmentPair(m, cell.l, cell.h, share);
+    if (same && pair === m.hoverPair) return;
+    m.hoverPair = pair;
+    m.hoverCell = cell;
+    loadSegments(m, [cell.l]);
+    loadStats(m, true);
+    drawPreview(m, cell);
+    return;
+  }
+  if (same) return;
   m.hoverCell = cell;
   loadStats(m, true);
   drawPreview(m, cell);
@@ -67,6 +82,10 @@ export function bindModelEvents(m: ModelView, L: Listeners): void {
   const { store } = m.ctx;
   const { canvas, onlyBox, scaleSel } = m.dom;
   L.on(onlyBox, "change", () => store.set({ generated_only: onlyBox.checked }));
+  L.on(m.dom.segBox, "change", () => store.set({ segment_rows: m.dom.segBox.checked }));
+  // Collapsed rows load a layer as its row comes into the window (any scrolling box).
+  L.on(window, "scroll", () => loadSegments(m), { capture: true, passive: true });
+  m.onSegments = () => { if (m.hoverCell) drawPreview(m, m.hoverCell); };
   L.on(scaleSel, "change", () => { m.heat = scaleSel.value as HeatScale; setLuts(m); sayScale(m); m.redraw(); });
   L.on<MouseEvent>(canvas, "mousemove", (e) => hover(m, e));
   L.on(canvas, "mouseleave", () => hideHover(m));
@@ -87,6 +106,8 @@ export function followStore(m: ModelView): () => void {
     if (changed.has("stream")) sayScale(m);
     if (changed.has("stream") || changed.has("generated_only")) loadThumbs(m);
     if (changed.has("stream") || changed.has("rank_by")) loadStats(m);
+    if (changed.has("stream")) resetSegments(m);
+    if (changed.has("stream") || changed.has("segment_rows")) { hideHover(m); loadSegments(m); }
     m.redraw();
   });
 }

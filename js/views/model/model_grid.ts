@@ -120,6 +120,12 @@ export interface GridScene {
   selected: { layer: number; head: number };
   /** Cells in this order, row by row (cell index `l * heads + h` per place), most changed first in a comparison; absent: by layer and head. */
   order?: readonly number[] | null;
+  /**
+   * Collapsed rows (model_segments.ts): each layer's cells (`heads` × rows × cols, in
+   * place of `thumbs`), a sentence its row says instead (its chunk is not here), or null
+   * while it loads.
+   */
+  layerCells?: ((l: number) => Thumbnails | string | null) | null;
   /** The order keeps each layer in its row (heads ranked within it, model_stats.ts): rows stay labelled by layer. */
   orderWithinLayers?: boolean;
 }
@@ -128,7 +134,9 @@ export interface GridScene {
 export function paintGrid(p: Painter, s: GridScene): void {
   const { geo, heads, thumbs } = s;
   const layers = s.layerNumbers.length;
-  if (thumbs) {
+  const muted = hex(s.theme.muted);
+  if (s.layerCells) paintLayerCells(p, s, s.layerCells, muted);
+  else if (thumbs) {
     const { data, rows: R, cols: C } = thumbs;
     const tiles: Tile[] = [];
     for (let l = 0; l < layers; l++) {
@@ -141,7 +149,6 @@ export function paintGrid(p: Painter, s: GridScene): void {
     }
     p.tiles(tiles);
   }
-  const muted = hex(s.theme.muted);
   // Ranked cells: a row starts at a rank, and its columns are no head in particular.
   const rowLabel = (l: number): string => (s.order && !s.orderWithinLayers ? `#${l * heads + 1}` : `L${s.layerNumbers[l] ?? l}`);
   for (let l = 0; l < layers; l++) p.text(LABEL_W - 4, cellOrigin(geo, l, 0).y + geo.cell / 2, rowLabel(l), muted, "right");
@@ -150,4 +157,26 @@ export function paintGrid(p: Painter, s: GridScene): void {
   if (!s.order) for (let hd = 0; hd < heads; hd += every) p.text(cellOrigin(geo, 0, hd).x + geo.cell / 2, LABEL_H / 2, String(hd), muted, "center");
   const sel = placedOrigin(geo, s.selected.layer, s.selected.head, heads, s.order);
   p.strokeRect(sel.x - 1, sel.y - 1, geo.cell + 2, geo.cell + 2, { color: hex(s.theme.fg), width: 2 });
+}
+
+/** Cells a layer at a time (collapsed rows): a layer without its cells says why across its row. */
+function paintLayerCells(p: Painter, s: GridScene, cells: (l: number) => Thumbnails | string | null, muted: string): void {
+  const { geo, heads } = s;
+  const tiles: Tile[] = [];
+  for (let l = 0; l < s.layerNumbers.length; l++) {
+    const got = cells(l);
+    if (typeof got === "string") {
+      const { x, y } = cellOrigin(geo, l, 0);
+      p.text(x + 2, y + geo.cell / 2, got, muted, "left");
+      continue;
+    }
+    if (!got) continue;
+    const { data, rows: R, cols: C } = got;
+    for (let hd = 0; hd < heads; hd++) {
+      const at = hd * R * C;
+      const { x, y } = placedOrigin(geo, l, hd, heads, s.order);
+      tiles.push(heatmapTile({ x, y, w: geo.cell, h: geo.cell }, data.subarray(at, at + R * C), R, C, null, s.lut, `layer ${s.layerNumbers[l] ?? l} head ${hd}`));
+    }
+  }
+  p.tiles(tiles);
 }

@@ -15,6 +15,9 @@ export interface ModelDom {
   bar: HTMLElement;
   only: HTMLElement;
   onlyBox: HTMLInputElement;
+  /** "collapse images": the `segment_rows` trait, shown when the stream has segments. */
+  seg: HTMLElement;
+  segBox: HTMLInputElement;
   scaleSel: HTMLSelectElement;
   legend: HTMLElement;
   rankBy: HTMLSelectElement | null;
@@ -50,6 +53,14 @@ export interface ModelView {
   /** Row-scaled copy of the loaded thumbnails' bytes, made once per chunk. */
   ownMax: { from: Uint8Array; data: Uint8Array } | null;
   hoverCell: Cell | null;
+  /** The hovered cell's (query, key) segment and mass, in collapsed rows. */
+  hoverPair: string | null;
+  /** Collapsed rows (model_segments.ts): keys asked for, chunks here, their bytes per scale. */
+  segAsked: Set<string>;
+  segChunks: Map<string, Chunk>;
+  segBytes: Map<string, { perRow: boolean; data: Uint8Array }>;
+  /** A segments chunk arrived while a cell is hovered: redraw its preview. */
+  onSegments: () => void;
   hoverTimer: ReturnType<typeof setTimeout> | null;
   /** Ask for a draw (coalesced by the view's scheduler). */
   redraw: () => void;
@@ -67,7 +78,8 @@ export function modelState(ctx: ViewContext, dom: ModelDom): ModelView {
     thumbs: null, loadedKey: "", stats: null, statsLoaded: "",
     geo: { cell: 0, width: 0, height: 0 },
     pixels: { image: null },
-    ownMax: null, hoverCell: null, hoverTimer: null,
+    ownMax: null, hoverCell: null, hoverPair: null, hoverTimer: null,
+    segAsked: new Set(), segChunks: new Map(), segBytes: new Map(), onSegments: () => undefined,
     redraw: () => undefined,
   };
   setLuts(m);
