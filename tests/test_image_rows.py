@@ -124,6 +124,9 @@ def test_a_page_gives_the_rows_a_share_of_its_budget() -> None:
     assert widget._page_keys(("head",)) == [segments_key("self", 1)]
     small = AttentionWidget(_trace_with_image(20, 4, layers=3), layer=1)
     assert small._page_keys(("head",)) == [segments_key("self", p) for p in (1, 0, 2)]
+    # The model view's "collapse images" cells read the same chunks; the image view does not.
+    assert small._page_keys(("model",)) == small._page_keys(("head",))
+    assert small._page_keys(("image",)) == []
 
 
 def test_too_many_rows_keep_token_rows_and_say_why() -> None:

@@ -463,8 +463,8 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     def _page_keys(self, views: Sequence[str]) -> list[str]:
         # The chunks of this widget's own a page holds besides the trace's (page_html looks
-        # for this): with the head view, every layer's segments, the current layer first.
-        if self._segments is None or "head" not in views:
+        # for this): with the head or model view, every layer's segments, the current first.
+        if self._segments is None or not {"head", "model"} & set(views):
             return []
         layer = self.layer if self.stream == self._segments.stream else 0
         if isinstance(self._segments, ImageRows):  # offered, not asked for: a share of the page
