@@ -23,9 +23,10 @@ import numpy as np
 import pytest
 
 import attnscope
-import attnscope.display.page as page_module
-from attnscope.display.page import derived_streams, page_html
+import attnscope.encode.meta as meta_module
+from attnscope.display.page import page_html
 from attnscope.encode.chunks import encode_chunk, parse_key
+from attnscope.encode.plan import derived_streams
 from attnscope.encode.selection import VIEWS
 from capture_models import SEQ2SEQ, TARGET, TEXT, tiny_model, tokenizer_for
 from test_export import embedded
@@ -186,7 +187,7 @@ def test_a_page_that_derives_offers_the_head_view_blocks_of_rows(
     trace = attnscope.capture(model, text, tokenizer=tokenizer, max_tokens=100)
     stream = trace.stream
     per_row = stream.num_heads * stream.k_len * (stream.head_dim or 1)
-    monkeypatch.setattr(page_module, "DERIVE_BLOCK_SCORES", 32 * per_row)
+    monkeypatch.setattr(meta_module, "DERIVE_BLOCK_SCORES", 32 * per_row)
     page = page_html(trace)
     assert embedded(page, "attnscope-state")["_meta"]["streams"]["self"]["top_block"] == 32
     firsts = range(0, stream.q_len, 32)

@@ -15,20 +15,9 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from attnscope.display.page import embed_chunks, page_html
-from attnscope.encode.image_chunks import image_stream
-from attnscope.encode.keys import (
-    attn_key,
-    image_key,
-    pixels_key,
-    pseudo_key,
-    qk_key,
-    stats_key,
-    thumbs_key,
-    tile_key,
-    top_key,
-)
-from attnscope.encode.meta import generation_meta, stream_top_block
+from attnscope.display.page import page_html
+from attnscope.encode.embed import embed_chunks
+from attnscope.encode.plan import HEAD_ROW_PX, Shown, shown_keys
 
 if TYPE_CHECKING:
     from attnscope.display.shown import ShownWidget
@@ -135,48 +124,21 @@ def saved_chunks(widget: ShownWidget, *, max_bytes: int = SAVED_STATE_BYTES) -> 
 
 
 def _shown_keys(widget: ShownWidget) -> list[str]:
-    # Only what the current view draws as it is now: its chunk or two, and the ones its
-    # options add (pseudo-heads, the ranking's statistics, the generated rows).
-    stream, layer, head = widget.stream, widget.layer, widget.head
-    if widget.view == "head":
-        pseudo = [pseudo_key(stream, layer)] if widget.pseudo_heads else []
-        # Segment rows shown (segments=, or collapsed images): the current layer's chunk first.
-        own = getattr(widget, "_page_keys", None)
-        shows = own is not None and getattr(widget, "segment_rows", True)
-        segmented = own(("head",))[:1] if own is not None and shows else []
-        return [*segmented, *_head_keys(widget), *pseudo]
-    if widget.view == "model":
-        generation = generation_meta(widget.trace)
-        rows = generation["prompt_length"] if generation and widget.generated_only else None
-        thumbs = thumbs_key(stream, rows)
-        # The overview under the grid opens on the whole matrix: one level-0 tile of the head.
-        whole = tile_key(stream, layer, head, (0, 0, 0))
-        return [thumbs, *([stats_key(stream)] if widget.rank_by else []), whole]
-    if widget.view == "image":  # the pictures and the layer's weights over them
-        pictured = image_stream(widget.trace) or stream
-        return [pixels_key(pictured), image_key(pictured, layer)]
-    return [qk_key(stream, layer, head), attn_key(stream, layer, head)]
-
-
-def _head_keys(widget: ShownWidget) -> list[str]:
-    """The ``top:`` keys of the rows the head view draws first, and of the selected query.
-
-    The blocks of those rows (``top:<stream>:<layer>:<first row>``), or the
-    whole layer when one block holds it. A whole layer of a long input is
-    the dearest chunk there is (3.3 s at 8192 tokens, at every display) and
-    larger than a snapshot holds.
-    """
-    stream, layer = widget.stream, widget.layer
-    block = stream_top_block(widget.trace.streams[stream])
-    q_len = widget.trace.streams[stream].q_len
-    if block >= q_len:
-        return [top_key(stream, layer)]
-    drawn = -(-_HEAD_VIEW_PX // _HEAD_ROW_PX) + _HEAD_OVERSCAN + 1  # rows a first draw reads
-    rows = set(range(min(drawn, q_len)))
-    if widget.query is not None and 0 <= widget.query < q_len:
-        rows.add(widget.query)
-    firsts = sorted({row - row % block for row in rows})
-    return [top_key(stream, layer, first) for first in firsts]
+    # The plan (encode/plan.py) of what the current view draws first, from the widget's state.
+    own = getattr(widget, "_page_keys", None)  # segments=, or collapsed images
+    rows = own is not None and widget.view == "head" and getattr(widget, "segment_rows", True)
+    shown = Shown(
+        view=widget.view,
+        stream=widget.stream,
+        layer=widget.layer,
+        head=widget.head,
+        query=widget.query,
+        pseudo_heads=bool(widget.pseudo_heads),
+        generated_only=bool(widget.generated_only),
+        rank_by=widget.rank_by or None,
+        segment_keys=tuple(own(("head",))) if own is not None and rows else (),
+    )
+    return shown_keys(widget.trace, shown)
 
 
 def _frame_height(widget: ShownWidget) -> int:
@@ -186,7 +148,7 @@ def _frame_height(widget: ShownWidget) -> int:
         return SNAPSHOT_HEIGHT_PX
     stream = widget.trace.streams[widget.stream]
     rows = max(stream.q_len, stream.k_len)
-    return min(SNAPSHOT_HEIGHT_PX, _HEAD_CHROME_PX + _HEAD_ROW_PX * rows)
+    return min(SNAPSHOT_HEIGHT_PX, _HEAD_CHROME_PX + HEAD_ROW_PX * rows)
 
 
 def snapshot_bundle(widget: ShownWidget) -> dict[str, str]:

@@ -31,6 +31,9 @@ TOP_BLOCK_SCORES = 1 << 18
 """Most scores of one head in one block of a ``top:`` chunk (:func:`stream_top_block`)."""
 TOP_BLOCK_MIN = 16
 """Fewest query rows in one block of a ``top:`` chunk, however long the keys."""
+DERIVE_BLOCK_SCORES = 2**24
+"""Most q·k multiply-adds of one block of query rows a page that derives computes for the
+head view (12 heads of size 32 at 512 tokens: 64 rows, about 40 ms)."""
 
 STREAM_LABELS = {
     "self": "self-attention",
@@ -105,13 +108,19 @@ def stream_top_k(stream: AttentionStream) -> int:
     return min(stream.k_len, TOP_K)
 
 
-def stream_top_block(stream: AttentionStream) -> int:
+def stream_top_block(stream: AttentionStream, *, derived: bool = False) -> int:
     """Query rows per block of the stream's ``top:`` chunks: ``top:<stream>:<layer>:<first row>``.
 
-    The largest power of two whose rows hold at most :data:`TOP_BLOCK_SCORES`
-    scores of one head (64 rows at 4096 keys), and at least
+    The head view's one block rule: the largest power of two of rows whose
+    top keys cost at most a fixed amount of work, and at least
     :data:`TOP_BLOCK_MIN`. The head view asks for the blocks of the rows it
     shows, so a layer switch computes a screenful of rows, not the layer.
+    What a row costs depends on who computes it: Python reads one head's
+    recorded scores (``k_len`` a row, at most :data:`TOP_BLOCK_SCORES`: 64
+    rows at 4096 keys); a page that derives (``derived=True``,
+    ``docs/protocol.md``, "Pages that derive") computes every head's q·k
+    (``heads × k_len × head_dim`` multiply-adds a row, at most
+    :data:`DERIVE_BLOCK_SCORES`).
 
     Examples
     --------
@@ -120,8 +129,15 @@ def stream_top_block(stream: AttentionStream) -> int:
     >>> q = np.zeros((1, 1, 4096, 8), np.float32)
     >>> stream_top_block(AttentionStream(queries=q, keys=q))
     64
+    >>> q = np.zeros((1, 12, 512, 32), np.float32)
+    >>> stream_top_block(AttentionStream(queries=q, keys=q), derived=True)
+    64
     """
-    rows = TOP_BLOCK_SCORES // max(stream.k_len, 1)
+    per_row, limit = stream.k_len, TOP_BLOCK_SCORES
+    if derived:
+        per_row = stream.num_heads * stream.k_len * (stream.head_dim or 1)
+        limit = DERIVE_BLOCK_SCORES
+    rows = limit // max(per_row, 1)
     return max(TOP_BLOCK_MIN, 1 << (rows.bit_length() - 1)) if rows else TOP_BLOCK_MIN
 
 
