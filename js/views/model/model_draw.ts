@@ -8,7 +8,7 @@ import { canvasPainter } from "../../paint/canvas_painter";
 import { keySide, querySide } from "../../tokens";
 import { markDrawn, sizeCanvas, widthOf } from "../common";
 import { divergenceNote, gridOrder, signedThumbnails } from "../compare/compare_grid";
-import { gridGeometry, heatmapTile, paintGrid, rowsToOwnMax, THUMB_DECADES, type GridScene, type Thumbnails } from "./model_grid";
+import { gridGeometry, heatmapTile, placedOrigin, paintGrid, rowsToOwnMax, THUMB_DECADES, type GridScene, type Thumbnails } from "./model_grid";
 import { AXIS_LEFT, AXIS_TOP, drawPreview as paintPreview, MAP } from "./model_preview";
 import { cellNumbers, layerRanking, paintBadges, statValues } from "./model_stats";
 import { loadSegments, segmentLayer, segmentMode, segmentSide, visibleLayers } from "./model_segments";
@@ -112,6 +112,8 @@ export function drawPreview(m: ModelView, cell: Cell): void {
     preview.dataset.source = tile ? "segments" : "none";
     const side = segmentSide(segs);
     paintPreview(pcanvas, { tile, sideQ: side, sideK: side, theme: m.theme });
+    // Its caption's lines come and go (the pair under the pointer, statistics): re-place it.
+    if (!preview.hidden) placePreview(m, placedOrigin(m.geo, cell.l, cell.h, sm.num_heads, scene(m).order).y);
     return;
   }
   const full = data.peek(attnKey(s.stream, cell.l, cell.h));
