@@ -149,6 +149,11 @@ class Shown:
 
     ``segment_keys`` are the widget's own head-view chunks (``segments=``),
     current layer first, when its head view shows segment rows.
+
+    Examples
+    --------
+    >>> Shown("head", "self", 2, query=5).segment_keys
+    ()
     """
 
     view: ViewName
@@ -221,6 +226,14 @@ def offered_blocks(trace: AttentionTrace, chunks: Mapping[str, Any]) -> dict[str
     A stream whose ``qk:`` chunks carry row maxima is computed in the page
     (derived blocks); one whose ``top:`` chunks the page holds as blocks (a
     snapshot's first rows of a long layer) has Python's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> q = np.ones((1, 1, 600, 4), np.float32)
+    >>> trace = AttentionTrace(["a"] * 600, None, queries=q, keys=q)
+    >>> offered_blocks(trace, {"top:self:0:0": {}, "thumbs:self": {}})
+    {'self': 256}
     """
     offered: dict[str, int | None] = {}
     for key, chunk in chunks.items():
