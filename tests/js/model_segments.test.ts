@@ -31,15 +31,15 @@ describe("segmentBytes", () => {
 const LABELS = ["a", "img0 (2×2 patches)"];
 
 /** A 3-layer, 4-head fixture whose stream has an image as segment 1; layer 2's chunk is not in the page. */
-function setup(segmentRows: boolean) {
-  const f = makeFixture({ layers: 3, heads: 4 });
+function setup(segmentRows: boolean, layers = 3) {
+  const f = makeFixture({ layers, heads: 4 });
   f.meta.segments = { stream: "self", by: "images", edges: [0, 1, f.N], labels: LABELS, titles: ["token 0", `tokens 1–${f.N - 1}`] };
   const base = f.message.bind(f);
   f.message = (keys) => {
     const m = base(keys.filter((k) => !k.startsWith("segments:")));
     for (const key of keys.filter((k) => k.startsWith("segments:"))) {
       const layer = Number(key.split(":")[2]);
-      if (layer === 2) { m.content.chunks.push({ key, error: "not included in this exported page (left out to bound its size)" }); continue; }
+      if (layer === 2 && layers === 3) { m.content.chunks.push({ key, error: "not included in this exported page (left out to bound its size)" }); continue; }
       // Head h: the image row looks at "a" with 0.1 * (h + 1), the rest at itself.
       const mass = new Float32Array(4 * 4);
       for (let h = 0; h < 4; h++) mass.set([1, 0, 0.1 * (h + 1), 1 - 0.1 * (h + 1)], h * 4);
@@ -111,6 +111,24 @@ describe("model view: collapse images", () => {
     // The preview's axes are the segments: two labels each way.
     expect(preview.dataset.queryLabels).toBe("2");
     expect(preview.dataset.keyLabels).toBe("2");
+    cleanup();
+  });
+
+  it("asks for a layer's chunk only once its row is in the window, one layer a request", async () => {
+    const { ctx, view, canvas, cleanup } = setup(true, 40);
+    await until(() => view.dataset.ready === "true");
+    const asked = (): number[] => segmentRequests(ctx.requested).map((k) => Number(k.split(":")[2]));
+    // 40 rows of 66 px; the window (happy-dom: 768 px high) holds about 12 of them.
+    const first = asked();
+    expect(Math.max(...first)).toBeLessThan(20);
+    expect(first).toContain(0);
+    expect(ctx.requested.filter((r) => r.some((k) => k.startsWith("segments:"))).every((r) => r.length === 1)).toBe(true);
+    // Scrolled down by 2000 px: the rows now on screen are asked for, the first ones not again.
+    canvas.getBoundingClientRect = () => ({ top: -2000, left: 0, right: 300, bottom: 700, width: 300, height: 2700, x: 0, y: -2000, toJSON: () => ({}) });
+    window.dispatchEvent(new Event("scroll"));
+    await until(() => asked().includes(35));
+    expect(asked().filter((l) => l === 0)).toHaveLength(1);
+    expect(asked()).not.toContain(25);
     cleanup();
   });
 

@@ -69,11 +69,15 @@ export function loadSegments(m: ModelView, also: number[] = []): void {
   }
   const missing = want.filter((k) => !m.segChunks.has(k));
   if (!missing.length) { m.redraw(); return; }
-  data.request(missing).then((got) => {
-    for (const k of missing) m.segChunks.set(k, got.get(k) ?? { key: k, arrays: {}, error: "missing" });
-    m.redraw();
-    if (m.hoverCell) m.onSegments();
-  }).catch(() => undefined);
+  // One request a layer: a layer's chunk can be megabytes (heads × S² float32), and
+  // kernel messages are best kept to a few.
+  for (const k of missing) {
+    data.request([k]).then((got) => {
+      m.segChunks.set(k, got.get(k) ?? { key: k, arrays: {}, error: "missing" });
+      m.redraw();
+      if (m.hoverCell) m.onSegments();
+    }).catch(() => undefined);
+  }
 }
 
 /** Why a layer's collapsed cells cannot be drawn: its chunk is not in this page, or an error. */
