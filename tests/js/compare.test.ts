@@ -7,7 +7,7 @@ import { decodeChunks, splitConcatenated } from "../../js/data";
 import type { Chunk, CompareSide, Meta } from "../../js/wire/types";
 import { divergingLut, SIGNED_ZERO, signedColor } from "../../js/views/compare/compare_colors";
 import { paintSignedLines } from "../../js/views/compare/compare_head";
-import { sideBySide } from "../../js/views/compare/compare_neuron";
+import { sideBySide } from "../../js/views/compare/compare_neuron_state";
 import { divergenceNote, rankingOrder } from "../../js/views/compare/compare_grid";
 import { collectLines, emptyLines, headLayout, topRowsOf } from "../../js/views/head/head_lines";
 import { cellAt, poolInto } from "../../js/views/model/model_grid";

@@ -1,0 +1,34 @@
+// The comparison neuron view's answers: a click on a key's row selects it, the
+// query and head inputs move the store, and the store's changes load and redraw.
+import { readTheme } from "../../colors";
+import type { Listeners } from "../common";
+import { loadCompareNeuron } from "./compare_neuron_load";
+import { st, stream, type CompareNeuronView } from "./compare_neuron_state";
+
+/** The key rows and the query and head inputs. */
+export function bindCompareNeuronEvents(v: CompareNeuronView, L: Listeners): void {
+  const { store } = v.ctx;
+  const { table, queryIn, headIn } = v.dom;
+  L.on(table, "click", (e) => {
+    const r = (e.target as HTMLElement).closest?.("[data-key]") as HTMLElement | null;
+    if (r) store.set({ key: Number(r.dataset.key) });
+  });
+  L.on(queryIn, "change", () => {
+    const q = Math.round(Number(queryIn.value));
+    if (Number.isFinite(q) && q >= 0 && q < stream(v).q_len) store.set({ query: q });
+  });
+  L.on(headIn, "change", () => {
+    const head = Math.round(Number(headIn.value));
+    if (Number.isFinite(head) && head >= 0 && head < stream(v).num_heads) store.set({ head });
+  });
+}
+
+/** Follow the store: theme, and a new layer or head's chunks; returns the unsubscribe. */
+export function followStore(v: CompareNeuronView): () => void {
+  const { store, root } = v.ctx;
+  return store.subscribe((changed) => {
+    if (changed.has("theme_rev")) v.theme = readTheme(root, st(v).resolved_theme === "dark");
+    if (changed.has("stream") || changed.has("layer") || changed.has("head")) loadCompareNeuron(v);
+    v.redraw();
+  });
+}
