@@ -3,7 +3,7 @@
 // head's colour, its opacity the segment mass of the `segments:<stream>:<layer>`
 // chunk. Labels are the segment's first words; hovering one shows its token range
 // and text, and focuses its lines (a click keeps the focus). The numbers are
-// segment_geometry.ts; head.ts shows this panel in place of the token rows.
+// segment_geometry.ts; head_draw.ts shows this panel in place of the token rows.
 import { hex, type ThemeColors } from "../../colors";
 import { segmentsKey } from "../../wire/keys";
 import { chunkWords } from "../../chunk_words";
