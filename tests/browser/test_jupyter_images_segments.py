@@ -213,7 +213,9 @@ def test_segments_mode_and_receiver_ranking_in_jupyterlab_screenshot(
     lab.page.mouse.move(0, 0)
     shot(screenshots, "jupyterlab-model-receiver", model.locator(".attnscope-mv-wrap"))
     grid.hover(position={"x": 60, "y": 40})  # a cell's numbers name the receiver score
-    expect(model.locator(".attnscope-mv-caption")).to_contain_text("receiver score (Thought Anchors) ")
+    expect(model.locator(".attnscope-mv-caption")).to_contain_text(
+        "receiver score (Thought Anchors) "
+    )
     assert lab.errors() == ""
 
 
