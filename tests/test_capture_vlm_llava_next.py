@@ -9,7 +9,7 @@ import pytest
 
 import attnscope
 import vlm_models
-from vlm_models import TEXT, eager_attention, halves, image
+from vlm_models import TEXT, check_overview_then_rows, eager_attention, halves, image
 
 # (height, width) -> (grid, tiles), worked out by hand from the pinpoints (32/64 px, 4 patches
 # a tile side): the best resolution picks the tiles; the grid is cut back to the image's aspect
@@ -43,17 +43,11 @@ def test_llava_next_tiles_unpadded_grid(family: str, shape: str) -> None:
     token = model.config.image_token_index
     placed = [i for i, t in enumerate(enc["input_ids"][0].tolist()) if t == token]
     rows, cols = grid
-    assert len(placed) == 16 + rows * (cols + 1)  # overview, then each row and its newline
-    assert list(region.extra["overview"]) == placed[:16]
-    assert region.extra_grids["overview"] == (4, 4)
-    line = cols + 1
-    expected = [placed[16 + r * line + c] for r in range(rows) for c in range(cols)]
-    assert list(region.positions) == expected
-    assert list(region.extra["newline"]) == [placed[16 + r * line + cols] for r in range(rows)]
+    check_overview_then_rows(region, placed)
     assert region.pixels.shape == (rows * 8, cols * 8, 3)
     [weights] = attnscope.image_attention(trace, layer=0, head=1)
     np.testing.assert_allclose(
-        weights, trace.attention[0, 1, -1, expected].reshape(grid), atol=1e-7
+        weights, trace.attention[0, 1, -1, list(region.positions)].reshape(grid), atol=1e-7
     )
 
 

@@ -10,7 +10,7 @@ import pytest
 import attnscope
 import vlm_models
 from attnscope.sources.hf import image_anyres
-from vlm_models import TEXT, eager_attention, halves, image
+from vlm_models import TEXT, check_overview_then_rows, eager_attention, halves, image
 
 # (height, width) -> (grid, tiles, kept), by hand from the pinpoints (32/64 px tiles of 4 x 4
 # SigLIP patches): the best resolution picks the tiles; the grid is cut back to the image's
@@ -47,18 +47,11 @@ def test_onevision_grid_newlines_and_attention(shape: str, aspect: str) -> None:
     assert region.grid == grid
     assert region.tiles == tiles
     placed = _image_tokens(model, enc)
-    rows, cols = grid
-    assert len(placed) == 16 + rows * (cols + 1)  # overview, then each row and its newline
-    assert list(region.extra["overview"]) == placed[:16]
-    assert region.extra_grids["overview"] == (4, 4)
-    line = cols + 1
-    expected = [placed[16 + r * line + c] for r in range(rows) for c in range(cols)]
-    assert list(region.positions) == expected
-    assert list(region.extra["newline"]) == [placed[16 + r * line + cols] for r in range(rows)]
+    check_overview_then_rows(region, placed)
     assert region.pixels.shape == (kept[0] * 8, kept[1] * 8, 3)  # the unpadded tiles' pixels
     [weights] = attnscope.image_attention(trace, layer=1, head=2)
     np.testing.assert_allclose(
-        weights, trace.attention[1, 2, -1, expected].reshape(grid), atol=1e-7
+        weights, trace.attention[1, 2, -1, list(region.positions)].reshape(grid), atol=1e-7
     )
 
 

@@ -184,6 +184,20 @@ def qwen2_5_vl() -> tuple[Any, Any]:
     return Qwen2_5_VLForConditionalGeneration(config).eval(), processor
 
 
+QWEN3_TEXT: dict[str, Any] = {
+    "head_dim": 8,
+    "rope_scaling": {"rope_type": "default", "mrope_section": [1, 1, 2], "mrope_interleaved": True},
+    **TEXT_CONFIG,
+}
+"""Qwen3-VL's language model (interleaved M-RoPE), without its vocabulary size."""
+QWEN3_VISION: dict[str, Any] = {
+    **QWEN_VISION,
+    "num_position_embeddings": 64,
+    "deepstack_visual_indexes": [1],
+}
+"""Qwen3-VL's vision encoder: Qwen2-VL's patches, learned positions, one deepstack layer."""
+
+
 @lru_cache(maxsize=1)
 def qwen3_vl() -> tuple[Any, Any]:
     """(model, processor): as :func:`qwen2_vl`, with Qwen3-VL's interleaved M-RoPE and deepstack."""
@@ -191,14 +205,9 @@ def qwen3_vl() -> tuple[Any, Any]:
 
     tok, image_processor, tokens = _qwen_parts()
     processor = _without_video(Qwen3VLProcessor)(image_processor=image_processor, tokenizer=tok)
-    rope = {"rope_type": "default", "mrope_section": [1, 1, 2], "mrope_interleaved": True}
     config = Qwen3VLConfig(
-        text_config={"vocab_size": len(tok), "head_dim": 8, "rope_scaling": rope, **TEXT_CONFIG},
-        vision_config={
-            **QWEN_VISION,
-            "num_position_embeddings": 64,
-            "deepstack_visual_indexes": [1],
-        },
+        text_config={"vocab_size": len(tok), **QWEN3_TEXT},
+        vision_config=QWEN3_VISION,
         **tokens,
     )
     torch.manual_seed(0)
@@ -249,25 +258,26 @@ def qwen3_vl_moe() -> tuple[Any, Any]:
 
     tok, image_processor, tokens = _qwen_parts()
     processor = _without_video(Qwen3VLProcessor)(image_processor=image_processor, tokenizer=tok)
-    rope = {"rope_type": "default", "mrope_section": [1, 1, 2], "mrope_interleaved": True}
     experts = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16}
     config = Qwen3VLMoeConfig(
-        text_config={
-            "vocab_size": len(tok),
-            "head_dim": 8,
-            "rope_scaling": rope,
-            **experts,
-            **TEXT_CONFIG,
-        },
-        vision_config={
-            **QWEN_VISION,
-            "num_position_embeddings": 64,
-            "deepstack_visual_indexes": [1],
-        },
+        text_config={"vocab_size": len(tok), **experts, **QWEN3_TEXT},
+        vision_config=QWEN3_VISION,
         **tokens,
     )
     torch.manual_seed(0)
     return Qwen3VLMoeForConditionalGeneration(config).eval(), processor
+
+
+def check_overview_then_rows(region: Any, placed: list[int]) -> None:
+    """An anyres image's tokens: a 4 x 4 overview, then each grid row and its newline token."""
+    rows, cols = region.grid
+    assert len(placed) == 16 + rows * (cols + 1)  # overview, then each row and its newline
+    assert list(region.extra["overview"]) == placed[:16]
+    assert region.extra_grids["overview"] == (4, 4)
+    line = cols + 1
+    expected = [placed[16 + r * line + c] for r in range(rows) for c in range(cols)]
+    assert list(region.positions) == expected
+    assert list(region.extra["newline"]) == [placed[16 + r * line + cols] for r in range(rows)]
 
 
 def image(height: int, width: int, seed: int = 0) -> np.ndarray[Any, Any]:
