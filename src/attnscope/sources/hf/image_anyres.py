@@ -18,7 +18,7 @@ from attnscope.sources.hf.image_layout import (
     Layout,
     assembled,
     first,
-    newline_rows,
+    overview_then_rows,
     setting,
     unpadded_picture,
 )
@@ -96,16 +96,14 @@ def llava_onevision(
         grid = (int(newlines), int(cells) // int(newlines))
         whole = assembled(tiles[1 : 1 + rows * cols].float().numpy(), rows, cols)
         picture = unpadded_picture(whole, (kept_h, kept_w), (side * rows, side * cols), patch)
-        count, cells, newlines = newline_rows(base, grid)
         layouts.append(
-            Layout(
-                count=count,
-                grid=grid,
-                cells=cells,
-                pixels=to_picture(processor.image_processor, picture),
+            overview_then_rows(
+                base,
+                grid,
+                overview=list(range(base)),
+                overview_grid=(side, side),
                 tiles=(rows, cols),
-                extra={"overview": list(range(base)), "newline": newlines},
-                extra_grids={"overview": (side, side)},
+                pixels=to_picture(processor.image_processor, picture),
             )
         )
     return layouts

@@ -126,3 +126,37 @@ def newline_rows(base: int, grid: tuple[int, int]) -> tuple[int, list[int], list
     line = grid[1] + 1
     cells = [base + r * line + c for r in range(grid[0]) for c in range(grid[1])]
     return base + grid[0] * line, cells, [base + r * line + grid[1] for r in range(grid[0])]
+
+
+def overview_then_rows(
+    base: int,
+    grid: tuple[int, int],
+    *,
+    overview: list[int],
+    overview_grid: tuple[int, int],
+    tiles: tuple[int, int],
+    pixels: Any,
+    before: dict[str, list[int]] | None = None,
+) -> Layout:
+    """An anyres image (LLaVA-NeXT, OneVision): ``base`` tokens, then rows ending in a newline.
+
+    ``overview`` are the whole-image tokens among the first ``base``; ``before``
+    other named runs there (a kept class token), listed ahead of it.
+
+    Examples
+    --------
+    >>> lay = overview_then_rows(4, (2, 2), overview=[0, 1, 2, 3], overview_grid=(2, 2),
+    ...                          tiles=(1, 1), pixels=None)
+    >>> lay.count, lay.cells, lay.extra["newline"]
+    (10, [4, 5, 7, 8], [6, 9])
+    """
+    count, cells, newlines = newline_rows(base, grid)
+    return Layout(
+        count=count,
+        grid=grid,
+        cells=cells,
+        pixels=pixels,
+        tiles=tiles,
+        extra={**(before or {}), "overview": overview, "newline": newlines},
+        extra_grids={"overview": overview_grid},
+    )

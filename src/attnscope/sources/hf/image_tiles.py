@@ -14,7 +14,7 @@ from attnscope.sources.hf.image_layout import (
     Layout,
     assembled,
     first,
-    newline_rows,
+    overview_then_rows,
     setting,
     tiled_cells,
     unpadded_picture,
@@ -61,17 +61,15 @@ def llava_next(
         base = side_h * side_w + kept
         whole = assembled(tiles[1 : 1 + rows * cols].float().numpy(), rows, cols)
         picture = unpadded_picture(whole, grid, (side_h * rows, side_w * cols), patch)
-        count, cells, newlines = newline_rows(base, grid)
-        extra = {"overview": list(range(kept, base)), "newline": newlines}
         layouts.append(
-            Layout(
-                count=count,
-                grid=grid,
-                cells=cells,
-                pixels=to_picture(processor.image_processor, picture),
+            overview_then_rows(
+                base,
+                grid,
+                overview=list(range(kept, base)),
+                overview_grid=(side_h, side_w),
                 tiles=(rows, cols),
-                extra={"class": list(range(kept)), **extra} if kept else extra,
-                extra_grids={"overview": (side_h, side_w)},
+                pixels=to_picture(processor.image_processor, picture),
+                before={"class": list(range(kept))} if kept else None,
             )
         )
     return layouts
