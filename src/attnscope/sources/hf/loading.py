@@ -86,6 +86,8 @@ def _check_hub(name: str) -> None:
 
 CACHED_WHILE_HUB_DOWN: set[str] = set()
 """Cached names whose hub gave no answer this session: they load from the cache alone."""
+_HUB_ANSWERED: set[str] = set()
+"""Cached names whose hub answered: the tokenizer and processor loads do not ask again."""
 
 
 def local_only(name: str) -> bool:
@@ -104,11 +106,12 @@ def local_only(name: str) -> bool:
     """
     if hub_offline() or Path(name).is_dir() or name in CACHED_WHILE_HUB_DOWN:
         return True
-    if not _in_cache(name):
-        return False  # it must download: load_model asked the hub first
+    if name in _HUB_ANSWERED or not _in_cache(name):
+        return False  # a download, if any: load_model asked the hub first
     from attnscope.sources.hf.hub_reach import hub_unreachable
 
     if hub_unreachable(name) is None:
+        _HUB_ANSWERED.add(name)
         return False
     CACHED_WHILE_HUB_DOWN.add(name)
     return True
