@@ -20,7 +20,7 @@ from attnscope.encode.pack import unpack_bytes
 from attnscope.encode.plan import derived_streams
 from attnscope.trace.recompute import recompute_attention
 
-DTYPES = {"u8": "<u1", "u16": "<u2", "u32": "<u4", "f32": "<f4"}
+DTYPES = {"i8": "<i1", "u8": "<u1", "u16": "<u2", "u32": "<u4", "f32": "<f4"}
 
 
 def embedded(page: str, element_id: str) -> Any:

@@ -55,7 +55,8 @@ def test_blocks_of_a_few_rows_give_the_same_causal_row(monkeypatch: pytest.Monke
     np.testing.assert_allclose(whole, attnscope.rollout(trace)[-1, 250], atol=1e-6)
     assert not whole[251:].any()  # a causal query reaches its own prefix only
     monkeypatch.setattr(rows_module, "BLOCK_VALUES", 7 * 300)  # 7 rows a block
-    np.testing.assert_allclose(attnscope.rollout_row(trace, 250), whole, atol=1e-12)
+    # Another block size sums in another order: float32 products agree to their rounding.
+    np.testing.assert_allclose(attnscope.rollout_row(trace, 250), whole, rtol=1e-5, atol=1e-9)
 
 
 def test_past_the_full_rollouts_size_the_row_still_comes(monkeypatch: pytest.MonkeyPatch) -> None:
