@@ -42,7 +42,13 @@ from test_scan_segments import REASONING
 GOLDEN = Path(__file__).parent / "fixtures" / "plan" / "golden.json"
 # (relative, absolute) tolerance on an array's mean: one byte of rounding on a share
 # of quantised values, a float32 sum's rounding on float arrays, a reordered tie on indices.
-MEAN_TOLERANCE = {"i8": (0.01, 0.05), "u8": (0.01, 0.05), "u16": (0.02, 0.5), "u32": (0.02, 0.5), "f32": (1e-4, 1e-6)}
+MEAN_TOLERANCE = {
+    "i8": (0.01, 0.05),
+    "u8": (0.01, 0.05),
+    "u16": (0.02, 0.5),
+    "u32": (0.02, 0.5),
+    "f32": (1e-4, 1e-6),
+}
 SIZE_RTOL = 0.02  # a compressed chunk's size: a few bytes of another CPU's rounding
 TEXT = "The quick brown fox jumps over the lazy dog near the river bank. "
 
