@@ -16,7 +16,7 @@ EDITABLE := SKIP_JUPYTER_BUILDER=1 $(PIP) install -q -c $(LOCK) -e
 BUNDLE := src/attnscope/static/widget.js
 
 .PHONY: demo lab test lint typecheck js-test py-test build bench screenshots clean chromium \
-	lock test-latest test-oldest docs
+	lock test-latest test-oldest docs dist test-cpus cpus-quick
 
 # Every package of .venv comes from the lock (.ci/lock.txt, written by `make lock`);
 # .ci/lock.py check fails an install that resolved anything else.
@@ -113,7 +113,30 @@ js-test: node_modules/.stamp
 py-test: $(VENV)/.test build chromium
 	$(PY) -m pytest
 
-test: lint typecheck js-test py-test
+test: lint typecheck dist js-test cpus-quick py-test
+
+# The release path: sdist and wheel (both carry the built front end) from the checkout,
+# checked by twine as the index would (README rendering, metadata). Publishing is
+# .github/workflows/publish.yml's job (trusted publishing), run by a maintainer's tag.
+dist: $(VENV)/.test build
+	rm -rf dist
+	$(PY) -m build --no-isolation --sdist --wheel --outdir dist . >/dev/null
+	$(VENV)/bin/twine check --strict dist/*
+
+# Tests again under other CPU kernels, so that one pinned to one CPU's bits fails on the
+# developer's own machine: torch's generic (non-SIMD) kernels with MKL's bitwise-compatible
+# path on one thread, then AVX2 kernels on two. `cpus-quick` (part of `make test`, ~20 s)
+# reruns the float-sensitive files listed in tests/cpu_tolerant.txt under the first;
+# `test-cpus` reruns every test that needs no browser under both (~4 min each on 2 cores).
+PERTURB_GENERIC := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=1
+PERTURB_AVX2 := ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2 OMP_NUM_THREADS=2
+NO_BROWSER := -m "not browser and not jupyter and not slow"
+cpus-quick: $(VENV)/.test build
+	$(PERTURB_GENERIC) $(PY) -m pytest -q -p no:cacheprovider $$(grep -v '^\#' tests/cpu_tolerant.txt)
+
+test-cpus: $(VENV)/.test build
+	$(PERTURB_GENERIC) $(PY) -m pytest -q -p no:cacheprovider $(NO_BROWSER)
+	$(PERTURB_AVX2) $(PY) -m pytest -q -p no:cacheprovider $(NO_BROWSER)
 
 bench: $(VENV)/.bench build
 	$(PY) benchmarks/compare_peers.py
