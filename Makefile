@@ -144,11 +144,15 @@ bench: $(VENV)/.bench build
 screenshots: $(VENV)/.test build chromium
 	$(PY) -m pytest tests/browser -k screenshot --screenshots=docs/images
 
-# The docs site in site/: the example notebooks run with their widget state stored and
-# converted by nbconvert into static pages that draw without a kernel or a network
-# (docs/site/build_site.py; ~1-2 minutes on 2 cores). Open site/index.html.
+# The docs site in site/: MkDocs Material over docs/ (the README as front page, an API
+# reference generated from the docstrings of every public name, the protocol), then the
+# example notebooks, run with their widget state stored and converted by nbconvert into
+# site/examples/ pages that draw without a kernel or a network (docs/site/build_site.py;
+# ~1-2 minutes on 2 cores). Open site/index.html (search needs it served:
+# `python -m http.server -d site`).
 docs: $(VENV)/.test build
-	$(PY) docs/site/build_site.py --out site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build -q
+	$(PY) docs/site/build_site.py --out site/examples
 
 clean:
 	rm -rf $(VENV) node_modules src/attnscope/static
