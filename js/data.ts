@@ -1,5 +1,7 @@
 // Chunk decoding (protocol.md "Chunks" / "Messages") and a caching DataSource.
-import type { Chunk, DataSource, DType, NDArray, TypedArray } from "./wire/types";
+import type { ArraySpec, Chunk, DataSource, DType, NDArray, TypedArray } from "./wire/types";
+
+export type { ArraySpec } from "./wire/types";
 
 export type RawBuffer = DataView | Uint8Array | ArrayBuffer | string;
 
@@ -42,7 +44,6 @@ export function typedArray(dtype: DType, bytes: Uint8Array, count?: number): Typ
 
 /** An array's spec; `encoding: "f16-shuffled"` (exported pages only): the page holds its values
  * as float16, all high bytes then all low bytes, decoded here to the f32 `dtype` it names. */
-export interface ArraySpec { name: string; dtype: DType; shape: number[]; encoding?: string; rounding?: number }
 
 /** Relative rounding of a value stored as float16 (half an ulp: 2^-11). */
 export const F16_ROUNDING = 2 ** -11;

@@ -1,11 +1,10 @@
 // The chunks a widget's saved state holds (`_saved`: its first screen, docs/protocol.md
 // "Saved widget state"), read without a kernel, so nbconvert, nbviewer and docs pages draw.
-import { inflateBase64, splitConcatenated, type ArraySpec } from "./data";
+import { inflateBase64, splitConcatenated } from "./data";
 import type { ModelHost } from "./traits";
-import type { Chunk } from "./wire/types";
+import type { Chunk, EmbeddedChunk } from "./wire/types";
 
-/** A chunk as the exported page and the saved state embed it: deflate-raw bytes as base64. */
-export interface EmbeddedChunk { arrays?: ArraySpec[]; data?: string; error?: string }
+export type { EmbeddedChunk } from "./wire/types";
 
 /** What a view says for a chunk the saved state lacks, under a widget manager with no kernel. */
 export const NEEDS_KERNEL =

@@ -2,9 +2,8 @@
 // model the binding uses: anywidget's model has it, and so does the exported
 // page's in-page host (js/host.ts).
 import type { AnyModel } from "@anywidget/types";
-import type { EmbeddedChunk } from "./saved";
 import type { SelectionTraits } from "./selection";
-import type { Meta } from "./wire/types";
+import type { EmbeddedChunk, Meta } from "./wire/types";
 
 /**
  * docs/protocol.md, "Synced traits": the selection, `_meta` (an empty dict until a trace is

@@ -1,6 +1,12 @@
 // Shapes shared by the glue, the host and the views (see docs/protocol.md). The `_meta`
 // interfaces mirror src/attnscope/encode/meta_types.py field for field (tests/test_wire_meta_types.py).
 
+/** One array of a chunk: its name, dtype and shape (and how its bytes are laid: `encoding`). */
+export interface ArraySpec { name: string; dtype: DType; shape: number[]; encoding?: string; rounding?: number }
+
+/** A chunk as the exported page and the saved state embed it: deflate-raw bytes as base64. */
+export interface EmbeddedChunk { arrays?: ArraySpec[]; data?: string; error?: string }
+
 export type TokenKind = "token" | "special" | "padding";
 
 export interface SideMeta {
