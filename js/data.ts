@@ -42,9 +42,6 @@ export function typedArray(dtype: DType, bytes: Uint8Array, count?: number): Typ
   }
 }
 
-/** An array's spec; `encoding: "f16-shuffled"` (exported pages only): the page holds its values
- * as float16, all high bytes then all low bytes, decoded here to the f32 `dtype` it names. */
-
 /** Relative rounding of a value stored as float16 (half an ulp: 2^-11). */
 export const F16_ROUNDING = 2 ** -11;
 

@@ -1,7 +1,8 @@
 // Shapes shared by the glue, the host and the views (see docs/protocol.md). The `_meta`
 // interfaces mirror src/attnscope/encode/meta_types.py field for field (tests/test_wire_meta_types.py).
 
-/** One array of a chunk: its name, dtype and shape (and how its bytes are laid: `encoding`). */
+/** An array's spec; `encoding: "f16-shuffled"` (exported pages only): the page holds its values
+ * as float16, all high bytes then all low bytes, decoded (js/data.ts) to the f32 `dtype` it names. */
 export interface ArraySpec { name: string; dtype: DType; shape: number[]; encoding?: string; rounding?: number }
 
 /** A chunk as the exported page and the saved state embed it: deflate-raw bytes as base64. */
