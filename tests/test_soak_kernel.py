@@ -173,3 +173,46 @@ def show_long():
         f"{after['rss'] / MB:.0f} MB after ten ({grown:+.1f} MB)"
     )
     assert grown < 48, f"nine more showings of one trace grew the kernel by {grown:.0f} MB"
+
+
+OPEN_WIDGETS = """
+import warnings
+import ipywidgets
+
+def open_widgets():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return len(ipywidgets.Widget._active_widgets)
+"""
+
+
+def test_shown_and_closed_widgets_leave_no_ipywidget_open(kernel: Kernel) -> None:
+    # Each display made a progress bar (a box, its bar and texts, their layouts and styles)
+    # and each widget its Layout: closing them left ~21 comms open per display.
+    kernel.run(
+        OPEN_WIDGETS
+        + """
+def show_and_close(i):
+    w = show_head_view(weights_trace(i, n=16))
+    ask(w, ["thumbs:self", "attn:self:0:0"])
+    w.close()
+"""
+    )
+    before = kernel.value("show_and_close(0)\nprint(open_widgets())")
+    after = kernel.value("for i in range(1, 21):\n    show_and_close(i)\nprint(open_widgets())")
+    assert after == before, f"20 widgets shown and closed left {after - before} widgets open"
+
+
+def test_a_drawn_progress_bar_closes_every_widget_it_made(kernel: Kernel) -> None:
+    kernel.run(OPEN_WIDGETS + "from attnscope import _progress\n_progress.DELAY = 0.0")
+    drawn = """
+with _progress.progress(3, "work") as bar:
+    for _ in range(3):
+        bar.update(1)
+        bar.refresh()
+print([bar.displayed, open_widgets()])
+"""
+    shown, before = kernel.value(drawn)
+    shown, after = kernel.value(drawn)
+    assert shown, "the bar was not drawn as a notebook widget"
+    assert after == before

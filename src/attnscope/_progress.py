@@ -172,6 +172,38 @@ def _cell_bar() -> type[Any]:
                 # next takes its place (take_emptied_output).
                 self.handle.update({}, raw=True)
                 _emptied.append((self.handle, _running_request()))
-            self.container.close()
+            close_widget_tree(self.container)
 
     return CellBar
+
+
+def close_widget_tree(widget: Any) -> None:
+    """Close an ipywidget and every widget it holds: children, layouts, styles.
+
+    ``Widget.close()`` closes one widget: a tqdm bar's box left its three
+    children and their eleven layouts and styles open, each a comm the kernel
+    keeps for the rest of the session.
+
+    Examples
+    --------
+    >>> import ipywidgets
+    >>> box = ipywidgets.HBox([ipywidgets.HTML("a"), ipywidgets.FloatProgress()])
+    >>> parts = [box, box.layout, *box.children, *(c.layout for c in box.children)]
+    >>> close_widget_tree(box)
+    >>> [part.comm for part in parts if part.comm is not None]
+    []
+    """
+    from ipywidgets import Widget
+
+    seen: set[int] = set()
+    waiting = [widget]
+    while waiting:
+        part = waiting.pop()
+        if id(part) in seen:
+            continue
+        seen.add(id(part))
+        for name in part.keys:
+            value = getattr(part, name, None)
+            values = value if isinstance(value, (list, tuple)) else (value,)
+            waiting.extend(v for v in values if isinstance(v, Widget))
+        part.close()

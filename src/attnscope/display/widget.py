@@ -394,6 +394,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if compared is not None:
             compared._cache = ChunkCache()  # its encoded A, B and A - B chunks
         super().close()
+        self.layout.close()  # DOMWidget's Layout is a widget with its own comm
         forget_in_history(self, kernel_shell())
 
     def _ipython_display_(self) -> None:
