@@ -126,6 +126,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         (["ok"], {"text": "x"}, r"text= is set by scan"),
         (["ok"], {"do_sample": True}, r"pass max_new_tokens=N"),
         (["ok"], {"stream": "cross"}, r"stream='cross' is not in this trace"),
+        (["ok", "ok", "word " * 600], {}, r"inputs\[2\] is 602 tokens long .* at most 512"),
     ],
 )
 def test_bad_input_raises_before_any_capture(

@@ -207,6 +207,35 @@ def _prepare_model(model: Any, tokenizer: Any, kinds: list[str], layers: list[in
     return model, tokenizer
 
 
+def _check_lengths(
+    model: Any, tokenizer: Any, inputs: Sequence[Any], kinds: list[str], options: Mapping[str, Any]
+) -> None:
+    """Refuse an input longer than the model's positions before the first capture runs."""
+    from attnscope.sources.hf.chat import encode_chat
+    from attnscope.sources.hf.checks import check_length, position_limit
+    from attnscope.sources.hf.tokenize import encode_text
+
+    limit = position_limit(model.config)
+    if limit is None or tokenizer is None:
+        return
+    max_tokens = options.get("max_tokens")
+    for index, kind in enumerate(kinds):
+        if kind == "text":
+            pair = options.get("text_pair")
+            encoded = encode_text(tokenizer, inputs[index], text_pair=pair, max_tokens=max_tokens)
+        elif kind == "chat":
+            generate = options.get("max_new_tokens") is not None
+            encoded, _ = encode_chat(
+                tokenizer, inputs[index], generate=generate, max_tokens=max_tokens
+            )
+        else:
+            continue
+        try:
+            check_length(encoded.length, limit, f"inputs[{index}]")
+        except AttnscopeError as err:
+            raise AttnscopeError(f"{err} Nothing was captured.") from None
+
+
 def scan(
     model: Any,
     inputs: Sequence[Any],
@@ -274,6 +303,7 @@ def scan(
     captures = any(kind != "trace" for kind in kinds)
     if captures:
         model, tokenizer = _prepare_model(model, tokenizer, kinds, chosen_layers)
+        _check_lengths(model, tokenizer, inputs, kinds, capture_options)
     frames = []
     lengths = []
     with progress(len(kinds), "scan", unit="input") as bar:
