@@ -184,3 +184,20 @@ def test_sentences_of_a_decoder_stream_split_its_own_tokens() -> None:
     assert found.mass.shape[-1] == 3
     # The tiny BPE splits "It" and "Fine"; the space token before each stays behind.
     assert [target.labels[s].strip() for s in found.edges[1:-1]] == ["I", "F"]
+
+
+def test_a_numpy_array_of_positions_splits_as_a_list_does() -> None:
+    trace = AttentionTrace(list("abcdef"), np.full((1, 1, 6, 6), 1 / 6, np.float32))
+    found = attnscope.segments(trace, np.array([0, 4]), proximity=1)
+    np.testing.assert_array_equal(found.edges, attnscope.segments(trace, [0, 4], proximity=1).edges)
+    with pytest.raises(AttnscopeError, match=r"must be increasing token positions"):
+        attnscope.segments(trace, np.array([4, 0]))
+
+
+def test_turns_of_plain_text_are_refused(minilm: tuple[Any, Any]) -> None:
+    model, tokenizer = minilm
+    trace = attnscope.capture(model, "Hi there.", text_pair="Hello.", tokenizer=tokenizer)
+    with pytest.raises(AttnscopeError, match=r"'turns' .* captured from plain text"):
+        attnscope.segments(trace, "turns")
+    with pytest.raises(AttnscopeError, match=r"'turns' .* captured from plain text"):
+        attnscope.AttentionWidget(trace, segments="turns")

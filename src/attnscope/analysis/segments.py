@@ -112,6 +112,23 @@ def turn_starts(tokens: Tokens, prompt_length: int | None) -> list[int]:
     return sorted(starts)
 
 
+def _check_turns(trace: AttentionTrace) -> None:
+    """Refuse ``"turns"`` for a trace captured from plain text: it has no turns.
+
+    Its only special tokens are the tokenizer's (``[CLS]``, ``[SEP]``), which a
+    turn split would take for a chat template's markers.
+    """
+    metadata = trace.metadata
+    captured = metadata.get("source") == "transformers"
+    if captured and not metadata.get("chat") and not metadata.get("generation"):
+        raise AttnscopeError(
+            "boundaries='turns' splits a chat at its template's turns, but this trace was "
+            "captured from plain text (its special tokens are the tokenizer's, such as [SEP]); "
+            "capture chat messages ([{'role': 'user', 'content': ...}]), or split with "
+            "'sentences' or a list of token positions."
+        )
+
+
 def check_boundaries(
     boundaries: object, trace: AttentionTrace, length: int, tokens: Tokens | None = None
 ) -> IntArray:
@@ -131,9 +148,11 @@ def check_boundaries(
     attnscope.errors.AttnscopeError: boundaries=[2, 2] must be increasing token positions ...
     """
     split = trace.source if tokens is None else tokens
-    if boundaries == "sentences":
+    # isinstance first: an array compared with a string is an array (no truth value)
+    if isinstance(boundaries, str) and boundaries == "sentences":
         starts = sentence_starts(split)
-    elif boundaries == "turns":
+    elif isinstance(boundaries, str) and boundaries == "turns":
+        _check_turns(trace)
         generation = trace.prompt_length if split is trace.source else None
         starts = turn_starts(split, generation)
     elif isinstance(boundaries, str):

@@ -413,6 +413,7 @@ def capture(
         metadata={
             **_metadata(model, route, streams),
             **({} if generation is None else {"generation": generation}),  # issue 15
+            **({"chat": True} if is_chat(text) else {}),  # what segments(..., "turns") splits
         },
         notes=notes,
     )
