@@ -204,6 +204,8 @@ def test_pages_and_show_model_view_carry_the_scan(
         (pd.DataFrame({"input": [0], "layer": [9], "head": [0], "prev": [0.1]}), "layer 9"),
         (pd.DataFrame({"input": [0], "layer": [0], "head": [12], "prev": [0.1]}), "head 12"),
         (pd.DataFrame({"layer": [0, 0], "head": [1, 1], "r": [0.1, 0.2]}), "two rows"),
+        (pd.DataFrame({"layer": ["0"], "head": [0], "r": [0.1]}), r"layer '0' .* whole numbers"),
+        (pd.DataFrame({"layer": [0.5], "head": [0], "r": [0.1]}), r"layer 0.5 .* whole numbers"),
     ],
 )
 def test_bad_scan_tables_are_refused_before_the_widget_exists(
@@ -211,6 +213,11 @@ def test_bad_scan_tables_are_refused_before_the_widget_exists(
 ) -> None:
     with pytest.raises(AttnscopeError, match=match):
         AttentionWidget(trace, scan=scan)
+
+
+def test_whole_numbers_stored_as_floats_are_indices(trace: AttentionTrace) -> None:
+    scan = pd.DataFrame({"input": [0.0], "layer": [0.0], "head": [1.0], "r": [0.1]})
+    assert AttentionWidget(trace, scan=scan).scan_ranking is not None
 
 
 def test_bad_open_strongest_calls_say_what_to_pass(

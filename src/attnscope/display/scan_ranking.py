@@ -161,7 +161,28 @@ def statistic_columns(frame: Any) -> list[str]:
     return chosen
 
 
+def _check_indices(frame: Any) -> None:
+    """Refuse key columns that are not whole numbers (``"3"``, ``0.5``): int() misreads them."""
+    for name in [c for c in KEYS if c in frame.columns]:
+        column = frame[name]
+        kind = column.dtype.kind
+        whole = kind in "iu" or (
+            kind == "f" and bool(np.isfinite(column).all()) and bool((column % 1 == 0).all())
+        )
+        if not whole:
+            bad = next(
+                (v for v in column if not isinstance(v, int | np.integer) or isinstance(v, bool)),
+                column.iloc[0],
+            )
+            raise AttnscopeError(
+                f"scan= has {name} {bad!r} (column dtype {column.dtype}); the {name!r} column must "
+                "hold whole numbers (the model's indices), as attnscope.scan(...) gives them. "
+                f"Convert it: scan.astype({{{name!r}: int}}) when the values are whole."
+            )
+
+
 def _check_heads(frame: Any, stream: AttentionStream) -> None:
+    _check_indices(frame)
     layers = sorted({int(v) for v in frame["layer"]})
     outside = [layer for layer in layers if layer not in stream.layers]
     if outside:
