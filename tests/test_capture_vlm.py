@@ -193,12 +193,18 @@ class _Counted:
         ({"images": []}, TypeError, "got an empty list"),
         ({"images": image(8, 8), "text_pair": "b"}, TypeError, "text_pair="),
         ({"images": image(8, 8), "max_tokens": 5}, AttnscopeError, "image tokens cannot be cut"),
+        ({"images": np.zeros((0, 0, 3), np.uint8)}, AttnscopeError, r"images\[0\] is empty"),
+        ({"images": np.zeros((8, 8, 5))}, AttnscopeError, r"expected 1 \(grey\) or 3 \(RGB\)"),
+        ({"images": np.zeros((8, 8, 4))}, AttnscopeError, r"RGBA: drop the alpha channel"),
+        ({"images": "truncated"}, AttnscopeError, r"images\[0\] could not be read .* truncated"),
     ],
 )
 def test_bad_input_is_refused_before_work(
     llava: tuple[Any, Any], kwargs: dict[str, Any], error: type[Exception], match: str
 ) -> None:
     model, processor = llava
+    if isinstance(kwargs["images"], str) and kwargs["images"] == "truncated":
+        kwargs = {"images": _truncated_png()}
     counted = _Counted(model)
     try:
         with pytest.raises(error, match=match):
@@ -206,6 +212,40 @@ def test_bad_input_is_refused_before_work(
     finally:
         counted.handle.remove()
     assert counted.calls == 0
+
+
+def _truncated_png() -> Any:
+    import io
+
+    from PIL import Image
+
+    data = io.BytesIO()
+    Image.fromarray(image(64, 64)).save(data, format="PNG")
+    return Image.open(io.BytesIO(data.getvalue()[:300]))
+
+
+def test_grey_images_are_taken_as_rgb(llava: tuple[Any, Any]) -> None:
+    from PIL import Image
+
+    model, processor = llava
+    grey = image(40, 60)[..., 0]
+    as_pil = attnscope.capture(
+        model, TEXT["llava"], images=Image.fromarray(grey).convert("RGB"), processor=processor
+    )
+    for given in (grey, grey[..., None], torch.from_numpy(grey)[None]):
+        trace = attnscope.capture(model, TEXT["llava"], images=given, processor=processor)
+        np.testing.assert_allclose(trace.attention, as_pil.attention, rtol=1e-5, atol=1e-6)
+
+
+def test_a_huge_image_is_scaled_down_with_a_note(
+    llava: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from attnscope.sources.hf import image_input
+
+    monkeypatch.setattr(image_input, "MAX_PIXELS", 32 * 32)
+    model, processor = llava
+    trace = attnscope.capture(model, TEXT["llava"], images=image(64, 128), processor=processor)
+    assert any("images[0] (128 x 64 px) was scaled down to 45 x 22" in n for n in trace.notes)
 
 
 def test_a_processor_that_takes_no_images_is_refused(llava: tuple[Any, Any]) -> None:

@@ -18,6 +18,7 @@ from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.sources.hf.chat import is_chat
 from attnscope.sources.hf.checks import check_length, position_limit
 from attnscope.sources.hf.generate import GenerationPlan, check_room
+from attnscope.sources.hf.image_input import prepare_images
 from attnscope.sources.hf.image_layout import Layout
 from attnscope.sources.hf.image_readers import read_layouts
 from attnscope.sources.hf.loading import local_only
@@ -289,7 +290,7 @@ def encode_prompt_with_images(
     Returns the encoded prompt, the tokenizer (for generated tokens), each
     image's region (none when the layout cannot be read) and notes.
     """
-    found = check_images(images)
+    found, scaled = prepare_images(check_images(images))
     if text_pair is not None:
         raise AttnscopeTypeError(
             "text_pair= is sentence B of a text pair; with images= leave it out."
@@ -300,6 +301,7 @@ def encode_prompt_with_images(
         text = render_chat(processor, text, generate=plan is not None)
     check_placeholders(text, found, processor)
     encoded, regions, notes = encode_with_images(model, processor, text, found, token)
+    notes = [*scaled, *notes]
     if max_tokens is not None and encoded.length > max_tokens:
         raise AttnscopeError(
             f"the prompt with its images has {encoded.length} tokens, over max_tokens="
