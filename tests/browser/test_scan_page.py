@@ -65,7 +65,8 @@ def test_the_model_view_is_ordered_by_the_scan_mean(
     canvas = exported.canvas("model")
     box = canvas.bounding_box()
     step = (box["width"] - 34) / 12  # 34 px of layer labels, 16 px of head labels
-    at = {"x": 34 + step * 0.5, "y": 16 + step * (layer + 0.5)}
+    row = float(model.get_attribute("data-row-px"))  # a ranked grid has a badge band per row
+    at = {"x": 34 + step * 0.5, "y": 16 + row * layer + step * 0.4}
     canvas.hover(position=at)
     caption = page.locator(".attnscope-mv-caption")
     expect(caption).to_contain_text(f"Layer {layer} · head {head}")

@@ -232,7 +232,7 @@ describe("the app on a comparison", () => {
     const order = rankingOrder(meta, "self")!;
     expect(order[0]).toBe(f.L * f.H - 1); // the fixture ranks the last cell first
     expect(divergenceNote(meta, "self", 1, 2)).toBe(" · JS divergence 0.05 nats (rank 1 of 6)");
-    expect(cellAt({ cell: 20, width: 200, height: 100 }, 35, 17, f.L, f.H, order)).toEqual({ l: 1, h: 2 });
+    expect(cellAt({ cell: 20, width: 200, height: 100, band: 0 }, 35, 17, f.L, f.H, order)).toEqual({ l: 1, h: 2 });
     const ctx = viewContext(f, { compare_side: "diff", view: "model", grid_order: "divergence" });
     renderApp({ meta, store: ctx.store, data: ctx.data, el: ctx.root });
     await until(() => ctx.root.querySelector<HTMLElement>('[data-testid="model-view"]')?.dataset.ready === "true");

@@ -8,7 +8,7 @@ import { canvasPainter } from "../../paint/canvas_painter";
 import { keySide, querySide } from "../../tokens";
 import { markDrawn, sizeCanvas, widthOf } from "../common";
 import { divergenceNote, gridOrder, signedThumbnails } from "../compare/compare_grid";
-import { gridGeometry, heatmapTile, placedOrigin, paintGrid, rowsToOwnMax, THUMB_DECADES, type GridScene, type Thumbnails } from "./model_grid";
+import { gridGeometry, heatmapTile, rowStep, placedOrigin, paintGrid, rowsToOwnMax, THUMB_DECADES, type GridScene, type Thumbnails } from "./model_grid";
 import { AXIS_LEFT, AXIS_TOP, drawPreview as paintPreview, MAP } from "./model_preview";
 import { cellNumbers, layerRanking, paintBadges, statValues } from "./model_stats";
 import { loadSegments, segmentLayer, segmentMode, segmentSide, visibleLayers } from "./model_segments";
@@ -59,7 +59,8 @@ export function scene(m: ModelView): GridScene {
 export function paintAll(m: ModelView, p: Parameters<typeof paintGrid>[0], sc: GridScene): void {
   paintGrid(p, sc);
   const values = ranked(m);
-  if (values && sc.order && sc.orderWithinLayers) paintBadges(p, sc.geo, { values, order: sc.order, layers: sc.layerNumbers.length, heads: sc.heads }, sc.theme);
+  const name = m.ctx.store.get().rank_by ?? "";
+  if (values && sc.order && sc.orderWithinLayers) paintBadges(p, sc.geo, { values, order: sc.order, layers: sc.layerNumbers.length, heads: sc.heads, name }, sc.theme);
 }
 
 /** Draw now; `false` when the view has no width (hidden) and nothing was drawn. */
@@ -74,7 +75,9 @@ export function drawGrid(m: ModelView): boolean {
   segBox.checked = !!segs;
   const width = widthOf(view);
   if (!width) return false; // the scheduler tries again next frame, watchResize once it has a width
-  m.geo = gridGeometry(sm.layers.length, sm.num_heads, width);
+  // A ranking's badges get a band under each row (never over the cells); a comparison's order has none.
+  const badges = !!ranked(m) && !gridOrder(meta, store.get());
+  m.geo = gridGeometry(sm.layers.length, sm.num_heads, width, badges);
   if (segs) loadSegments(m); // the rows on screen, now that the geometry is known
   const dpr = window.devicePixelRatio || 1;
   const c = sizeCanvas(canvas, m.geo.width, m.geo.height, dpr);
@@ -84,6 +87,9 @@ export function drawGrid(m: ModelView): boolean {
     paintAll(m, p, scene(m));
   }
   view.dataset.rankedBy = ranked(m) ? (store.get().rank_by ?? "") : "";
+  // Where the cells are (tests and tools aim at a cell without knowing the band).
+  view.dataset.cellPx = String(m.geo.cell);
+  view.dataset.rowPx = String(rowStep(m.geo));
   if (rankBy) rankBy.value = store.get().rank_by ?? "";
   view.dataset.rows = segs ? "segments" : "tokens";
   // Collapsed rows are ready once the layers on screen have their chunks (or say why not).

@@ -7,16 +7,25 @@ export const LABEL_W = 34;
 export const LABEL_H = 16;
 export const GAP = 2;
 
-export interface GridGeometry { cell: number; width: number; height: number }
+/** `band`: px under each row of cells for a ranking's badges (model_stats.ts), 0 without one. */
+export interface GridGeometry { cell: number; width: number; height: number; band: number }
 
-export function gridGeometry(layers: number, heads: number, avail: number): GridGeometry {
+/** The badge band under a row of `cell`-px cells: a value bar, and its number where it fits. */
+export const badgeBand = (cell: number): number => (cell >= 36 ? 17 : 5);
+
+/** The grid's geometry; `badges` leaves a band under each row so badges never cover a cell. */
+export function gridGeometry(layers: number, heads: number, avail: number, badges = false): GridGeometry {
   const cell = Math.max(10, Math.min(64, Math.floor((avail - LABEL_W) / heads) - GAP));
-  return { cell, width: LABEL_W + heads * (cell + GAP), height: LABEL_H + layers * (cell + GAP) };
+  const band = badges ? badgeBand(cell) : 0;
+  return { cell, band, width: LABEL_W + heads * (cell + GAP), height: LABEL_H + layers * (cell + GAP + band) };
 }
+
+/** Vertical px from one row of cells to the next. */
+export const rowStep = (geo: GridGeometry): number => geo.cell + GAP + geo.band;
 
 /** Top-left corner of cell (layer l, head hd). */
 export const cellOrigin = (geo: GridGeometry, l: number, hd: number): { x: number; y: number } =>
-  ({ x: LABEL_W + hd * (geo.cell + GAP), y: LABEL_H + l * (geo.cell + GAP) });
+  ({ x: LABEL_W + hd * (geo.cell + GAP), y: LABEL_H + l * rowStep(geo) });
 
 /**
  * The cell under (x, y) in grid coordinates, or null outside the grid. With
@@ -25,7 +34,7 @@ export const cellOrigin = (geo: GridGeometry, l: number, hd: number): { x: numbe
 export function cellAt(geo: GridGeometry, x: number, y: number, layers: number, heads: number, order?: readonly number[] | null): { l: number; h: number } | null {
   const gx = x - LABEL_W, gy = y - LABEL_H;
   if (gx < 0 || gy < 0 || geo.cell <= 0) return null;
-  const hd = Math.floor(gx / (geo.cell + GAP)), l = Math.floor(gy / (geo.cell + GAP));
+  const hd = Math.floor(gx / (geo.cell + GAP)), l = Math.floor(gy / rowStep(geo));
   if (hd >= heads || l >= layers) return null;
   const cell = order?.[l * heads + hd];
   return cell === undefined ? { l, h: hd } : { l: Math.floor(cell / heads), h: cell % heads };

@@ -9,7 +9,7 @@ import type { Side } from "../../tokens";
 import { segmentRows, segmentsOf } from "../head/head_segments";
 import { THUMB_DECADES, rowsToOwnMax, type Thumbnails } from "./model_grid";
 import { perRow, streamNow, type ModelView } from "./model_state";
-import { GAP, LABEL_H } from "./model_grid";
+import { GAP, LABEL_H, rowStep } from "./model_grid";
 
 /** What a cell of a layer whose chunk is not in the page says. */
 export const NOT_SAVED = "collapsed rows not saved for this layer";
@@ -45,7 +45,7 @@ export function segmentSide(sm: SegmentsMeta): Side {
 
 /** The layers whose row of cells is within the window now, one more above and below. */
 export function visibleLayers(m: ModelView): number[] {
-  const layers = streamNow(m).layers.length, step = m.geo.cell + GAP;
+  const layers = streamNow(m).layers.length, step = rowStep(m.geo);
   if (step <= GAP) return [];
   const top = m.dom.canvas.getBoundingClientRect().top;
   const y0 = -top - LABEL_H, y1 = (window.innerHeight || 0) - top - LABEL_H;

@@ -76,7 +76,7 @@ export function modelState(ctx: ViewContext, dom: ModelDom): ModelView {
     lut: new Uint8ClampedArray(0),
     attnLut: new Uint8ClampedArray(0),
     thumbs: null, loadedKey: "", stats: null, statsLoaded: "",
-    geo: { cell: 0, width: 0, height: 0 },
+    geo: { cell: 0, width: 0, height: 0, band: 0 },
     pixels: { image: null },
     ownMax: null, hoverCell: null, hoverPair: null, hoverTimer: null,
     segAsked: new Set(), segChunks: new Map(), segBytes: new Map(), onSegments: () => undefined,

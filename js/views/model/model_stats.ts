@@ -7,7 +7,7 @@ import { arr } from "../../data";
 import type { Painter } from "../../paint/painter";
 import type { AppState, Chunk, StatisticMeta, Store } from "../../wire/types";
 import { h, type Listeners } from "../common";
-import { cellOrigin, type GridGeometry } from "./model_grid";
+import { cellOrigin, LABEL_H, LABEL_W, type GridGeometry } from "./model_grid";
 
 /**
  * For each layer, its heads strongest first by `values` (`(layers, heads)`,
@@ -81,28 +81,48 @@ export interface Badges {
   order: ArrayLike<number>;
   layers: number;
   heads: number;
+  /** The statistic's name, for the scale's legend. */
+  name: string;
+}
+
+/** The smallest difference `formatStat` shows between values around `v`. */
+export const shownStep = (v: number): number => (Math.abs(v) >= 10 ? 0.1 : 0.01);
+
+/**
+ * What the badges' bars stand for: null when the values' spread is below what the
+ * labels can show (bars would turn a rounding difference into full-width contrast),
+ * else the range they run over, and the legend that states it.
+ */
+export function barScale(values: ArrayLike<number>, name: string): { min: number; max: number; legend: string } {
+  const { min, max } = finiteRange(values);
+  if (max - min < shownStep(max) / 2) {
+    return { min, max: min, legend: `${name}: ${formatStat(min)} in every head (to the labels' precision): no bars` };
+  }
+  return { min, max, legend: `bars: ${name}, empty at ${formatStat(min)} (lowest head) → full at ${formatStat(max)} (highest)` };
 }
 
 /**
- * A badge in each cell's lower edge: a bar as long as the value's place between
- * the smallest and largest value, and the value itself where the cell has room.
+ * A badge in the band under each cell (never over its heatmap): a bar placing the
+ * value between the grid's lowest and highest (stated in the legend above the
+ * grid; no bars when every value shows alike), and the value where the cell has room.
  */
 export function paintBadges(p: Painter, geo: GridGeometry, b: Badges, theme: ThemeColors): void {
-  const { min, max } = finiteRange(b.values);
-  const span = max - min || 1;
-  const barH = Math.max(3, Math.round(geo.cell / 8));
-  const accent = hex(theme.accent), fg = hex(theme.fg), bg = hex(theme.bg);
+  const scale = barScale(b.values, b.name);
+  const span = scale.max - scale.min;
+  const barH = 3;
+  const accent = hex(theme.accent), fg = hex(theme.fg), muted = hex(theme.muted), faint = hex(theme.grid);
+  p.text(LABEL_W, LABEL_H / 2, scale.legend, muted, "left");
   for (let l = 0; l < b.layers; l++) {
     for (let c = 0; c < b.heads; c++) {
       const hd = (b.order[l * b.heads + c] as number) % b.heads;
       const v = b.values[l * b.heads + hd] as number;
       const { x, y } = cellOrigin(geo, l, c);
-      p.rect(x, y + geo.cell - barH, geo.cell, barH, bg);
-      if (Number.isFinite(v)) p.rect(x, y + geo.cell - barH, Math.max(1, ((v - min) / span) * geo.cell), barH, accent);
-      if (geo.cell >= 36) {
-        p.rect(x, y, geo.cell, 12, bg);
-        p.text(x + 2, y + 1, `h${hd} ${formatStat(v)}`, fg, "left", "top");
+      const top = y + geo.cell + 1;
+      if (span > 0) {
+        p.rect(x, top, geo.cell, barH, faint);
+        if (Number.isFinite(v)) p.rect(x, top, Math.max(1, ((v - scale.min) / span) * geo.cell), barH, accent);
       }
+      if (geo.band >= 12 + barH) p.text(x + 1, top + barH + 1, `h${hd} ${formatStat(v)}`, fg, "left", "top");
     }
   }
 }
