@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from browser_kit import wait_for_next_draw, wait_for_widget
 from page_kit import VIEW_ROOTS, ExportedPage
+from playwright.sync_api import expect
 
 import attnscope
 
@@ -22,6 +23,7 @@ pytestmark = pytest.mark.browser
 
 TOKENS = 32768
 NEEDLE = 20000
+WARRANTY = 25000  # "warranty": MiniLM's "warrant ##y", tokens 25000 and 25001
 ROW = 18  # js/views/head/head_lines.ts: a head-view row's height in CSS pixels
 OVERVIEW = '[data-testid="overview"]'
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", "far", "away"]
@@ -50,6 +52,8 @@ def page_32k(minilm: tuple[Any, Any], tmp_path_factory: pytest.TempPathFactory) 
     model = GPT2Model(config).eval()
     words = [WORDS[i % len(WORDS)] for i in range(TOKENS - 2)]
     words[NEEDLE - 1] = "needle"  # token NEEDLE ([CLS] is token 0)
+    words[WARRANTY - 1] = "warranty"  # two tokens: one word less at the end keeps TOKENS
+    words.pop()
     trace = attnscope.capture(model, " ".join(words), tokenizer=minilm[1])
     assert len(trace.tokens) == TOKENS
     return attnscope.save_html(trace, tmp_path_factory.mktemp("overview") / "gpt2-32768")
@@ -156,6 +160,40 @@ def test_overview_in_the_saved_page(page: Any, page_32k: Path, screenshots: Any)
     dark = float(panel.locator('[data-testid="overview-canvas"]').evaluate(_INK))
     screenshots.take("overview-32768-page-dark", exported.picture())
     assert dark > 0.35, f"the whole overview inks {dark:.1%} in the dark theme"
+
+
+def test_a_word_split_into_pieces_is_found_in_the_32k_page(
+    page: Any, page_32k: Path, screenshots: Any
+) -> None:
+    page.set_default_timeout(SLOW_MS)
+    page.set_viewport_size({"width": 1100, "height": 1400})
+    exported = ExportedPage(page, page_32k.as_uri()).open()
+    _show(page, "model")
+    panel = wait_for_widget(page, root=OVERVIEW, timeout_ms=SLOW_MS)
+    search = panel.locator('[data-testid="overview-search"]')
+    count = panel.locator('[data-testid="overview-search-count"]')
+    # As tokens, "warranty" is in no label (the tokenizer split it); as words it is found.
+    panel.locator('[data-testid="overview-search-mode"]').select_option("tokens")
+    search.fill("Warranty")
+    search.press("Enter")
+    expect(count).to_have_text("no match")
+    panel.locator('[data-testid="overview-search-mode"]').select_option("words")
+    panel = _redraw(page, panel, lambda: search.press("Enter"))
+    expect(count).to_have_text("1 of 1")
+    found = search.locator("xpath=..")
+    expect(found).to_have_attribute("data-found", f"{WARRANTY}-{WARRANTY + 1}")
+    assert _number(panel, "first-row") <= WARRANTY <= _number(panel, "last-row")
+    screenshots.take("overview-32768-find-warranty", exported.picture())
+    # The head view's box finds it too, and marks both pieces of the word.
+    head = _show(page, "head")
+    box = head.locator('[data-testid="head-search"]')
+    box.fill("WHILE warranty")  # a phrase: the word before it (WORDS[24998 % 11]) and it
+    box.press("Enter")
+    expect(head.locator('[data-testid="head-search-count"]')).to_have_text("1 of 1")
+    marked = head.locator(".attnscope-tok.is-found")
+    expect(marked).to_have_text(["while", "warrant", "·y"])
+    _query_in_view(page, WARRANTY - 1)
+    screenshots.take("head-32768-find-warranty", exported.picture())
 
 
 CAPTURE = f"""

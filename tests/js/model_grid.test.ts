@@ -39,6 +39,29 @@ describe("the head view's opening scale", () => {
   });
 });
 
+describe("the find box's word search", () => {
+  it("finds a word split into pieces, case-insensitive, as the span of its pieces", async () => {
+    const { findMatch, findSpans } = await import("../../js/views/head/head_search");
+    // MiniLM: "The warranty covers the Warranty period" → the warrant ##y covers the warrant ##y period
+    const side = { labels: ["[CLS]", "the", "warrant", "·y", "covers", "the", "warrant", "·y", "period", "[SEP]"], continues: [false, false, false, true, false, false, false, true, false, false] };
+    expect(findSpans(side, "warranty")).toEqual([{ from: 2, to: 3 }, { from: 6, to: 7 }]);
+    expect(findSpans(side, "WARRANTY")).toHaveLength(2);
+    expect(findSpans(side, "warranty", "tokens")).toEqual([]); // no one token holds it
+    expect(findSpans(side, "warrant", "tokens")).toEqual([{ from: 2, to: 2 }, { from: 6, to: 6 }]);
+    expect(findSpans(side, "  the   warranty covers ")).toEqual([{ from: 1, to: 4 }]); // a phrase
+    expect(findSpans(side, "y co")).toEqual([{ from: 3, to: 4 }]); // across a word's end
+    expect(findMatch(side, "warranty", 2)).toEqual({ span: { from: 6, to: 7 }, rank: 2, count: 2 });
+    expect(findMatch(side, "warranty", 6)).toEqual({ span: { from: 2, to: 3 }, rank: 1, count: 2 }); // wraps
+    expect(findMatch(side, "guarantee", 0)).toEqual({ span: { from: -1, to: -1 }, rank: 0, count: 0 });
+  });
+
+  it("reads a byte-level BPE's words (a space-led label starts a word)", async () => {
+    const { findSpans } = await import("../../js/views/head/head_search");
+    const side = { labels: ["The", " warr", "·anty", " is", " void"], continues: [false, false, true, false, false] };
+    expect(findSpans(side, "warranty is void")).toEqual([{ from: 1, to: 4 }]);
+  });
+});
+
 describe("the head view's token search", () => {
   it("finds the next match after the locked row, wraps, and steps back", async () => {
     const { findToken } = await import("../../js/views/head/head_search");

@@ -30,8 +30,8 @@ export function renderHeadView(ctx: ViewContext): Cleanup {
   v.redraw = () => sched.request();
   bindHeadEvents(v, L);
 
-  const search = tokenSearch(L, () => v.display.sideQ.labels, () => rowOf(v.display.wordsQ, st(v).query) ?? -1,
-    (row) => store.set({ query: tokenOf(v.display.startsQ, row) }));
+  const search = tokenSearch(L, () => v.display.sideQ, () => rowOf(v.display.wordsQ, st(v).query) ?? -1,
+    (span) => { v.found = span; store.set({ query: tokenOf(v.display.startsQ, span.from) }); v.redraw(); });
   dom.bar.append(dom.swatchBox, dom.segToggle.el, dom.scaleBox.el, search, dom.rolloutBox.el);
   if (v.signed) dom.bar.append(diffLegend());
   const unSave = saveButtons(dom.bar, { name: () => exportName(v), caption: () => exportLines(v), picture: () => exportPicture(v) });

@@ -131,7 +131,10 @@ export function drawHead(v: HeadView): boolean {
        ...(signed ? { negativeColor: signedColor(-1, theme) } : {}),
        extra: (i: number) => extra(tokenOf(side === "query" ? display.startsQ : display.startsK, i)) });
   const group = summed(v);
-  placeRows(colQ, display.sideQ, display.sideQ.labels.length, g.first, g.last, { ...marks("query", rowOf(display.wordsQ, s.query), null), group });
+  const queryRow = rowOf(display.wordsQ, s.query);
+  // A found span stays marked while the query is in it (a click elsewhere lets it go).
+  if (v.found && (queryRow == null || queryRow < v.found.from || queryRow > v.found.to)) v.found = null;
+  placeRows(colQ, display.sideQ, display.sideQ.labels.length, g.first, g.last, { ...marks("query", queryRow, null), group, found: v.found });
   placeRows(colK, display.sideK, display.sideK.labels.length, g.first, g.last, marks("key", rowOf(display.wordsK, s.key), focusWeights(v)));
   v.dom.swatches.sync();
   v.dom.rolloutBox.el.hidden = !(v.analysing && stream(v).rollout_query);

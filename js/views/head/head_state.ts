@@ -1,6 +1,7 @@
 // The head view's state, shared by its parts: head.ts mounts the elements,
 // head_load.ts fetches the layer's rows, pseudo-heads and rollout, head_draw.ts
 // paints the lines and token rows, head_events.ts answers the pointer and the store.
+import type { Span } from "./head_search";
 import { readTheme, type ThemeColors } from "../../colors";
 import type { Generation } from "../../generation";
 import { streamOf } from "../../tokens";
@@ -63,6 +64,8 @@ export interface HeadView {
   /** What the status line says about loading (so other messages are not cleared). */
   loadStatus: "loading" | "error" | null;
   hover: Hover;
+  /** The rows the find box matched (a word's pieces, a phrase), marked while the query is in them. */
+  found: Span | null;
   lines: Lines;
   theme: ThemeColors;
   colors: string[];
@@ -133,7 +136,7 @@ export function headState(ctx: ViewContext, dom: HeadDom): HeadView {
     ctx, dom, signed, analysing,
     top: layerRows(data, () => v.redraw()),
     ready: false, prefetched: false, loadStatus: null,
-    hover: null, lines: emptyLines(),
+    hover: null, found: null, lines: emptyLines(),
     theme: readTheme(root, store.get().resolved_theme === "dark"),
     colors: [], generation: null, steps: null, pairSelect: null,
     revealPending: store.get().query != null,

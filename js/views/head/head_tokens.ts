@@ -23,6 +23,8 @@ export interface RowMarks {
   extra?: (i: number) => string;
   /** Rows whose attention is summed (several queries), marked; absent for none. */
   group?: readonly number[];
+  /** Rows the find box matched, marked; absent for none. */
+  found?: { from: number; to: number } | null;
 }
 
 /** Show rows `first..last` of `side` (its first `n` tokens) in `col`, reusing its pooled elements. */
@@ -49,6 +51,7 @@ export function placeRows(col: TokenColumn, side: Side, n: number, first: number
     if (marks.selected === i) cls += " is-selected";
     if (marks.hovered === i) cls += " is-hover";
     if (marks.group?.includes(i)) cls += " is-summed";
+    if (marks.found && i >= marks.found.from && i <= marks.found.to) cls += " is-found";
     if (d.className !== cls) d.className = cls;
     const w = marks.weights ? (marks.weights[i] ?? 0) : 0;
     const color = w < 0 && marks.negativeColor ? marks.negativeColor : marks.barColor;

@@ -7,15 +7,15 @@
 // overview_events.ts; the geometry is in overview_geometry.ts.
 import type { Cleanup, ViewContext } from "../../wire/types";
 import { h, listeners, scheduler, type Listeners } from "../common";
-import { tokenSearch } from "../head/head_search";
+import { tokenSearch, type Searchable, type Span } from "../head/head_search";
 import { fillHeads, paintOverview, paintRamp, say } from "./overview_draw";
 import { bindOverviewEvents, followStore, jump } from "./overview_events";
-import { labels, overviewState, type Overview, type OverviewDom } from "./overview_state";
+import { overviewState, searchSide, type Overview, type OverviewDom } from "./overview_state";
 
 export function mountOverview(ctx: ViewContext, parent: HTMLElement): Cleanup {
   const L = listeners();
   // The search box is made with the toolbar, before the state it reads: it calls back only on input.
-  const dom = mountOverviewDom(ctx, parent, L, () => labels(o), (row) => jump(o, row));
+  const dom = mountOverviewDom(ctx, parent, L, () => searchSide(o), (span) => { o.found = span; jump(o, span.from); });
   const o: Overview = overviewState(ctx, dom);
   const sched = scheduler(() => paintOverview(o));
   o.redraw = () => sched.request();
@@ -34,7 +34,7 @@ export function mountOverview(ctx: ViewContext, parent: HTMLElement): Cleanup {
 }
 
 /** The panel's elements: toolbar (title, head, zoom, whole, search, where), status, map, legend. */
-function mountOverviewDom(ctx: ViewContext, parent: HTMLElement, L: Listeners, labelsNow: () => readonly string[], onFind: (row: number) => void): OverviewDom {
+function mountOverviewDom(ctx: ViewContext, parent: HTMLElement, L: Listeners, sideNow: () => Searchable, onFind: (span: Span) => void): OverviewDom {
   const { store } = ctx;
   const panel = h("div", "attnscope-ov", { "data-testid": "overview", "data-ready": "false", "data-draws": "0" });
   const bar = h("div", "attnscope-toolbar");
@@ -48,9 +48,10 @@ function mountOverviewDom(ctx: ViewContext, parent: HTMLElement, L: Listeners, l
   const zoomIn = button("+", "Zoom in", "overview-zoom-in");
   const zoomOut = button("−", "Zoom out", "overview-zoom-out");
   const fit = button("whole", "Show the whole matrix", "overview-fit");
-  const search = tokenSearch(L, labelsNow, () => store.get().query ?? -1, onFind);
+  const search = tokenSearch(L, sideNow, () => store.get().query ?? -1, onFind);
   search.querySelector("input")?.setAttribute("data-testid", "overview-search");
   search.querySelector("[data-testid=head-search-count]")?.setAttribute("data-testid", "overview-search-count");
+  search.querySelector("[data-testid=head-search-mode]")?.setAttribute("data-testid", "overview-search-mode");
   const where = h("span", "attnscope-hint", { "data-testid": "overview-where" });
   bar.append(title, headSel, zoomOut, zoomIn, fit, search, where);
   const status = h("div", "attnscope-status");

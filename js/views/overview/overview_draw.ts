@@ -45,6 +45,13 @@ export function paintOverview(o: Overview): boolean {
   g.strokeStyle = hex(o.theme.fg);
   g.globalAlpha = 0.7;
   if (st.query != null) g.strokeRect(0, px(st.query, view.y0), side, Math.max(1, view.scale));
+  // The find box's match (every piece of a word, a phrase), while the query is in it.
+  if (o.found && (st.query == null || st.query < o.found.from || st.query > o.found.to)) o.found = null;
+  if (o.found) {
+    g.strokeStyle = "rgb(255, 176, 0)";
+    g.strokeRect(0, px(o.found.from, view.y0), side, Math.max(2, (o.found.to - o.found.from + 1) * view.scale));
+    g.strokeStyle = hex(o.theme.fg);
+  }
   if (st.key != null) g.strokeRect(px(st.key, view.x0), 0, Math.max(1, view.scale), side);
   g.globalAlpha = 1;
   if (view.scale >= LABEL_PX) paintRowLabels(o, g, s.q_len);

@@ -3,7 +3,7 @@
 // overview_events.ts answers zoom, drag, clicks, the head select and the store.
 import { readTheme, type ThemeColors } from "../../colors";
 import { tileKey } from "../../wire/keys";
-import { querySide, streamOf } from "../../tokens";
+import { querySide, streamOf, type Side } from "../../tokens";
 import type { StreamMeta, ViewContext } from "../../wire/types";
 import { thumbLut } from "../model/model_grid";
 import type { OverviewView, TilePlace } from "./overview_geometry";
@@ -38,6 +38,8 @@ export interface Overview {
   asked: Set<string>;
   failed: Map<string, string>;
   drag: { x: number; y: number; moved: boolean; from: OverviewView } | null;
+  /** Rows the find box matched (a word's pieces, a phrase), outlined while the query is in them. */
+  found: { from: number; to: number } | null;
   /** Ask for a draw (coalesced by the panel's scheduler). */
   redraw: () => void;
 }
@@ -52,10 +54,13 @@ export function overviewState(ctx: ViewContext, dom: OverviewDom): Overview {
     head: ctx.store.get().head,
     images: new Map(), asked: new Set(), failed: new Map(),
     drag: null,
+    found: null,
     redraw: () => undefined,
   };
 }
 
 export const streamNow = (o: Overview): StreamMeta => streamOf(o.ctx.meta, o.ctx.store.get().stream);
 export const labels = (o: Overview): readonly string[] => querySide(o.ctx.meta, streamNow(o)).labels;
+/** The query side as the find box reads it (labels, word pieces). */
+export const searchSide = (o: Overview): Side => querySide(o.ctx.meta, streamNow(o));
 export const keyOf = (o: Overview, t: TilePlace): string => tileKey(o.ctx.store.get().stream, o.ctx.store.get().layer, o.head, t.level, t.row, t.col);
