@@ -144,6 +144,9 @@ export function drawPreview(m: ModelView, cell: Cell): void {
   }
   // Nothing loaded: the axes alone, the previous cell blanked out.
   paintPreview(pcanvas, { tile, sideQ: querySide(meta, sm), sideK: keySide(meta, sm), theme: m.theme, firstQuery: rowsFrom });
+  // Placed once drawn: before its first draw the preview's canvas has no size, and a
+  // place chosen for its caption alone let the first hover's preview run past the box.
+  if (!preview.hidden) placePreview(m, placedOrigin(m.geo, cell.l, cell.h, sm.num_heads, scene(m).order).y);
 }
 
 /**
