@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import type { Side } from "../../js/tokens";
 import type { Chunk } from "../../js/wire/types";
-import { stepCaption, strongestKey } from "../../js/views/head/head_step";
+import { stepCaption, strongestKey, strongestKeyTies } from "../../js/views/head/head_step";
 import { cellNumbers, layerRanking, rankWords } from "../../js/views/model/model_stats";
 
 const f32 = (values: number[]) => ({ dtype: "f32" as const, shape: [1, 3], data: Float32Array.from(values) });
@@ -79,5 +79,13 @@ describe("where one head looked at each generation step", () => {
     const text = (parts: (string | Node)[]) => parts.map((p) => (typeof p === "string" ? p : p.textContent)).join("");
     expect(text(stepCaption(g, 0, side, { head: 2, key: 1 }))).toBe('step 1/2: "b" → "a" · head 2 looked most at "a" (#1)');
     expect(text(stepCaption(g, 0, side))).toBe('step 1/2: "b" → "a"');
+  });
+  it("counts the keys tied at the top byte, as attnscope.looked_at's tied column", () => {
+    expect(strongestKeyTies(full, 0, 2)).toEqual({ key: 0, tied: 1 });
+    expect(strongestKeyTies(full, 1, 2)).toEqual({ key: 2, tied: 0 });
+    const g = { prompt: 3, count: 2 };
+    const side = { labels: ["x", "a", "b", "a", "b"] } as unknown as Side;
+    const text = (parts: (string | Node)[]) => parts.map((p) => (typeof p === "string" ? p : p.textContent)).join("");
+    expect(text(stepCaption(g, 0, side, { head: 2, key: 1, tied: 1 }))).toBe('step 1/2: "b" → "a" · head 2 looked most at "a" (#1; 1 more key as strong, the lowest named)');
   });
 });

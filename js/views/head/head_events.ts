@@ -11,7 +11,7 @@ import { reveal } from "./head_draw";
 import type { Hover } from "./head_lines";
 import { loadLayer, loadPseudo, loadRollout } from "./head_load";
 import type { LineScale } from "./head_scale";
-import { stepControl, strongestKey, type LookedAt } from "./head_step";
+import { stepControl, strongestKeyTies, type LookedAt } from "./head_step";
 import { clearRows } from "./head_tokens";
 import { lineColors, openingScale, st, stream, type HeadView } from "./head_state";
 
@@ -100,8 +100,8 @@ export function rebuildStream(v: HeadView, L: Listeners): void {
 function lookedAt(v: HeadView, step: number): LookedAt | null {
   const heads = st(v).heads, rows = v.ready ? v.top.rows() : null;
   if (!rows || heads.length !== 1 || !v.generation) return null;
-  const key = strongestKey(rows, heads[0] as number, queryOfStep(v.generation, step));
-  return key == null ? null : { head: heads[0] as number, key };
+  const found = strongestKeyTies(rows, heads[0] as number, queryOfStep(v.generation, step));
+  return found && { head: heads[0] as number, ...found };
 }
 
 /** Follow the store; returns the unsubscribe. */

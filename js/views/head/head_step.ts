@@ -22,32 +22,37 @@ export interface StepControl {
 /** A label in quotes, escaped as a JSON string and isolated in a <bdi>. */
 const quoted = (label: string): (string | Node)[] => ['"', labelElement(JSON.stringify(label).slice(1, -1)), '"'];
 
-/** Where one head looked at a step: its strongest key. */
-export interface LookedAt { head: number; key: number }
+/** Where one head looked at a step: its strongest key, and how many more keys tie with it. */
+export interface LookedAt { head: number; key: number; tied?: number }
 
 /**
  * The key `j <= query` that head `head` weighs most in row `query` of a loaded `top:` layer,
- * the lowest on ties (Wu et al.'s strongest key, as attnscope.looked_at); null when the row
- * is not loaded. Read from the chunk's bytes: keys within one byte of the largest tie.
+ * and how many more tie with it; null when the row is not loaded. One rule with
+ * attnscope.looked_at: keys at the same byte (1/255 of the row's largest) tie, the lowest wins.
  */
-export function strongestKey(top: TopRows, head: number, query: number): number | null {
+export function strongestKeyTies(top: TopRows, head: number, query: number): { key: number; tied: number } | null {
   const Q = top.queries, T = top.slots, base = (head * Q + query) * T;
   if (!((top.rowmax[head * Q + query] as number) > 0)) return null;
-  let best = -1, most = -1;
+  let best = -1, most = -1, tied = 0;
   for (let t = 0; t < T; t++) {
     const k = top.index ? (top.index[base + t] as number) : t;
     const w = Math.abs(top.weight[base + t] as number);
     if (k > query) continue;
-    if (w > most || (w === most && k < best)) { best = k; most = w; }
+    if (w > most) { best = k; most = w; tied = 0; }
+    else if (w === most) { tied++; if (k < best) best = k; }
   }
-  return best < 0 ? null : best;
+  return best < 0 ? null : { key: best, tied };
 }
+
+/** `strongestKeyTies`' key alone. */
+export const strongestKey = (top: TopRows, head: number, query: number): number | null => strongestKeyTies(top, head, query)?.key ?? null;
 
 /** What the caption says at `step`: the query token, the token its attention chose, and where the one selected head looked. */
 export function stepCaption(g: Generation, step: number | null, side: Side, looked: LookedAt | null = null): (string | Node)[] {
   if (step == null) return [`${g.count} generated`];
   const at = queryOfStep(g, step);
-  const where = looked ? [` · head ${looked.head} looked most at `, ...quoted(side.labels[looked.key] ?? ""), ` (#${looked.key})`] : [];
+  const ties = looked?.tied ? `; ${looked.tied} more key${looked.tied > 1 ? "s" : ""} as strong, the lowest named` : "";
+  const where = looked ? [` · head ${looked.head} looked most at `, ...quoted(side.labels[looked.key] ?? ""), ` (#${looked.key}${ties})`] : [];
   return [`step ${step + 1}/${g.count}: `, ...quoted(side.labels[at] ?? ""), " → ", ...quoted(side.labels[at + 1] ?? ""), ...where];
 }
 
