@@ -94,9 +94,15 @@ demo: $(VENV)/.demo build
 	$(PY) -m attnscope demo
 	@echo "The widget in JupyterLab: make lab (opens examples/quickstart.ipynb; then Run > Run All Cells)"
 
-# JupyterLab from .venv (the demo extra holds it) on the example notebooks.
+# JupyterLab from .venv (the demo extra holds it) on the example notebooks. ARGS go to
+# jupyter lab (a server or a container: make lab ARGS="--no-browser --ip 0.0.0.0 --port 8888");
+# as root it adds --allow-root. JupyterLab asks Node for yarn's configuration as it starts,
+# which fails under Node 20 with a screen of minified JS it then ignores: that block is dropped,
+# up to JupyterLab's next log line (the filter ignores Ctrl-C: the shutdown question still shows;
+# mawk reads a pipe line by line only with -W interactive).
 lab: $(VENV)/.demo build
-	$(VENV)/bin/jupyter lab examples/quickstart.ipynb
+	$(VENV)/bin/jupyter lab examples/quickstart.ipynb $(if $(filter 0,$(shell id -u)),--allow-root) $(ARGS) 2>&1 \
+	  | { trap '' INT; $$(awk -W version 2>&1 | grep -q mawk && echo awk -W interactive || echo awk) '/^Fail to get yarn configuration/ { skip = 1 } /^\[[A-Z] [0-9]/ { skip = 0 } !skip { print; fflush() }'; }
 
 lint: $(VENV)/.test node_modules/.stamp
 	$(VENV)/bin/ruff check src tests benchmarks
