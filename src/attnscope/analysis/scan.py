@@ -56,7 +56,7 @@ def check_statistics(statistics: str | Sequence[str] | None) -> list[str]:
 
 
 def input_kind(item: object, index: int) -> str:
-    """``"trace"``, ``"chat"``, ``"text"`` or ``"image"`` for one input, or a clear error.
+    """``"trace"``, ``"chat"``, ``"text"``, ``"ids"`` or ``"image"`` for one input, or an error.
 
     Examples
     --------
@@ -79,16 +79,45 @@ def input_kind(item: object, index: int) -> str:
         return "chat"
     if hasattr(item, "shape") and len(getattr(item, "shape", ())) == 3:
         return "image"
+    from attnscope.sources.hf.token_ids import is_token_ids
+
+    if is_token_ids(item):  # issue 34: token ids, like text
+        return "ids"
     hint = (
         " A single chat is a list of messages: pass inputs=[messages]."
         if isinstance(item, Mapping)
+        else " One sequence of token ids is one input: pass inputs=[ids]."
+        if isinstance(item, int)
         else ""
     )
     raise AttnscopeError(
         f"inputs[{index}] is a {type(item).__name__}; expected a string, a list of chat "
-        "messages ([{'role': 'user', 'content': ...}]), an AttentionTrace, or an image "
-        f"tensor (3, height, width).{hint}"
+        "messages ([{'role': 'user', 'content': ...}]), token ids, an AttentionTrace, or an "
+        f"image tensor (3, height, width).{hint}"
     )
+
+
+def batch_rows(inputs: Any) -> Any:
+    """A batch of token ids (a tensor, array or ``BatchEncoding``) as one input per row.
+
+    Anything else is returned as it is. Each row keeps its own ``attention_mask``
+    and ``token_type_ids``.
+
+    Examples
+    --------
+    >>> rows = batch_rows(np.array([[5, 6], [7, 8]]))
+    >>> [row["input_ids"].tolist() for row in rows]
+    [[[5, 6]], [[7, 8]]]
+    """
+    if not (hasattr(inputs, "shape") or isinstance(inputs, Mapping)):
+        return inputs
+    from attnscope.sources.hf.token_ids import is_token_ids, read_token_ids
+
+    if not is_token_ids(inputs):
+        return inputs
+    found = read_token_ids(inputs, "inputs")
+    count = int(found["input_ids"].shape[0])
+    return [{k: v[i : i + 1] for k, v in found.items()} for i in range(count)]
 
 
 def check_inputs(inputs: object) -> list[str]:
@@ -203,24 +232,33 @@ def _prepare_model(model: Any, tokenizer: Any, kinds: list[str], layers: list[in
     except (IndexError, TypeError, ValueError) as err:
         raise AttnscopeError(str(err)) from None
     if tokenizer is None and not is_vision_model(model):
-        tokenizer = load_tokenizer(model)
+        try:
+            tokenizer = load_tokenizer(model)
+        except AttnscopeError:
+            if any(kind not in ("ids", "trace") for kind in kinds):
+                raise
+            # token ids alone: labelled by their ids (issue 34)
     return model, tokenizer
 
 
 def _check_lengths(
     model: Any, tokenizer: Any, inputs: Sequence[Any], kinds: list[str], options: Mapping[str, Any]
 ) -> None:
-    """Refuse an input longer than the model's positions before the first capture runs."""
+    """Refuse an input longer than the model's positions (or bad ids) before any capture runs."""
     from attnscope.sources.hf.chat import encode_chat
     from attnscope.sources.hf.checks import check_length, position_limit
+    from attnscope.sources.hf.token_ids import encode_ids, read_token_ids
     from attnscope.sources.hf.tokenize import encode_text
 
     limit = position_limit(model.config)
-    if limit is None or tokenizer is None:
-        return
     max_tokens = options.get("max_tokens")
     for index, kind in enumerate(kinds):
-        if kind == "text":
+        if kind != "ids" and (limit is None or tokenizer is None):
+            continue
+        if kind == "ids":  # issue 34: values, one sequence and vocabulary checked here too
+            found = read_token_ids(inputs[index], f"inputs[{index}]")
+            encoded = encode_ids(model, None, found, max_tokens=max_tokens, what=f"inputs[{index}]")
+        elif kind == "text":
             pair = options.get("text_pair")
             encoded = encode_text(tokenizer, inputs[index], text_pair=pair, max_tokens=max_tokens)
         elif kind == "chat":
@@ -260,7 +298,10 @@ def scan(
         every input is an :class:`~attnscope.AttentionTrace`.
     inputs
         A list of inputs: strings, chat-message lists (``[{"role": "user",
-        "content": ...}]``), images for a vision model, or traces.
+        "content": ...}]``), token ids (as :func:`attnscope.capture` takes
+        them), images for a vision model, or traces. A ``(B, N)`` tensor or
+        array of ids, or a ``BatchEncoding`` of B rows, is B inputs (padding
+        per row's ``attention_mask``).
     tokenizer
         The model's tokenizer; None loads it once from the model.
     layers
@@ -292,6 +333,7 @@ def scan(
     >>> df["input"].unique().tolist(), df.attrs["tokens"]
     ([0, 1], [6, 7])
     """
+    inputs = batch_rows(inputs)  # issue 34: a (B, N) batch of ids is B inputs
     kinds = check_inputs(inputs)
     names = check_statistics(statistics)
     chosen_layers = _check_layers(layers)

@@ -51,6 +51,7 @@ from attnscope.sources.hf.recorder import AttentionCall, CannotRecordError
 from attnscope.sources.hf.restore import preserved
 from attnscope.sources.hf.seq2seq import encode_target
 from attnscope.sources.hf.streams import build_streams, check_error, tolerance
+from attnscope.sources.hf.token_ids import encode_ids, is_token_ids, read_token_ids
 from attnscope.sources.hf.tokenize import Encoded, encode_text
 from attnscope.sources.hf.vision import encode_image, is_vision_model
 from attnscope.sources.hf.vlm import encode_prompt_with_images
@@ -147,6 +148,10 @@ def _encode(
         check_room(encoded.length, plan, position_limit(model.config))
         return encoded, tokenizer
     # -- end generation ---------------------------------------------------------------
+    if is_token_ids(text):  # issue 34: token ids in, like text
+        return _encode_ids(
+            model, text, tokenizer, text_pair=text_pair, max_tokens=max_tokens, plan=plan
+        )
     check_text(text)
     if text_pair is not None:
         check_text(text_pair, "text_pair")
@@ -154,6 +159,33 @@ def _encode(
     encoded = encode_text(tokenizer, text, text_pair=text_pair, max_tokens=max_tokens)
     check_length(encoded.length, position_limit(model.config))
     check_room(encoded.length, plan, position_limit(model.config))  # generation (issue 15)
+    return encoded, tokenizer
+
+
+def _encode_ids(
+    model: Any,
+    ids: Any,
+    tokenizer: Any,
+    *,
+    text_pair: str | None,
+    max_tokens: int | None,
+    plan: GenerationPlan | None,
+) -> tuple[Encoded, Any]:
+    """Token ids checked (values, one sequence, the model's vocabulary) and labelled."""
+    if text_pair is not None:
+        raise AttnscopeTypeError(
+            "text_pair= is sentence B of a text; with token ids, put sentence B in the ids and "
+            "mark it with token_type_ids (tokenizer(a, b, return_tensors='pt') gives both)."
+        )
+    found = read_token_ids(ids)
+    if tokenizer is None:
+        try:
+            tokenizer = load_tokenizer(model)
+        except AttnscopeError:
+            tokenizer = None  # labels are the ids themselves
+    encoded = encode_ids(model, tokenizer, found, max_tokens=max_tokens)
+    check_length(encoded.length, position_limit(model.config), "the token ids")
+    check_room(encoded.length, plan, position_limit(model.config))
     return encoded, tokenizer
 
 
@@ -269,8 +301,15 @@ def capture(
     text
         The input sentence, or chat messages (``[{"role": "user", "content":
         ...}, ...]``) rendered with the tokenizer's chat template, whose role
-        names and markers become special tokens. For a vision transformer, an
-        image as ``pixel_values`` ``(3, height, width)``.
+        names and markers become special tokens; or token ids: a 1-D or
+        ``(1, N)`` tensor or numpy array of ints, a list of ints, or a
+        ``BatchEncoding`` / dict with ``input_ids`` (and ``attention_mask``,
+        ``token_type_ids``), labelled by the tokenizer (by the ids, ``"#1234"``,
+        when none is found). A ``(B, N)`` batch with ``B > 1`` is refused (a
+        trace holds one sequence): capture each row, or :func:`attnscope.scan`
+        the batch. Ids outside the model's vocabulary, negative, empty or not
+        integers are refused before the model runs. For a vision transformer,
+        an image as ``pixel_values`` ``(3, height, width)``.
     tokenizer
         The model's tokenizer; None loads it from the model's ``name_or_path``.
     text_pair
@@ -338,6 +377,12 @@ def capture(
     ...                           pad_token_id=0)
     >>> trace.prompt_length, len(trace.generated_ids), trace.tokens[:trace.prompt_length]
     (4, 3, ['[CLS]', 'The', 'cat', '[SEP]'])
+
+    Token ids work like text (here with no tokenizer, so the labels are the ids):
+
+    >>> trace = attnscope.capture(gpt, torch.tensor([[101, 1996, 4937, 102]]))
+    >>> trace.tokens, trace.notes[0][:20]
+    (['#101', '#1996', '#4937', '#102'], 'no tokenizer found: ')
     """
     model, tokenizer = unwrap_model(model, tokenizer)
     model = load_model(model, images=images is not None)
@@ -361,6 +406,11 @@ def capture(
         )
     regions: list[ImageRegion] = []  # issue 25: images in the prompt
     image_notes: list[str] = []
+    if images is not None and is_token_ids(text):
+        raise AttnscopeTypeError(
+            "images= needs the prompt as text or chat messages (the processor places each "
+            "image's tokens); pass the text instead of token ids."
+        )
     if images is not None:
         source, tokenizer, regions, image_notes = encode_prompt_with_images(
             model, text, images, processor, text_pair=text_pair, max_tokens=max_tokens, plan=plan
@@ -368,6 +418,11 @@ def capture(
     else:
         tokenizer = getattr(processor, "tokenizer", None) if tokenizer is None else tokenizer
         source, tokenizer = _encode(model, text, tokenizer, text_pair, max_tokens, plan=plan)
+        if tokenizer is None and is_token_ids(text) and not is_vision_model(model):
+            image_notes.append(
+                "no tokenizer found: tokens are labelled by their ids (#id); pass tokenizer= "
+                "for their text."
+            )
     preflight(model, source.inputs, source.tokens.raw)
     route = _route(model)
     notes: list[str] = list(image_notes)

@@ -29,7 +29,8 @@ from typing import Any
 import torch
 
 from attnscope.errors import AttnscopeError, AttnscopeTypeError
-from attnscope.sources.hf.tokenize import Encoded, tokens_for_ids
+from attnscope.sources.hf.token_ids import id_tokens
+from attnscope.sources.hf.tokenize import Encoded
 from attnscope.trace import Tokens
 
 # Arguments capture sets itself, and what to do instead.
@@ -288,7 +289,7 @@ def generate_continuation(
     length = prompt_ids.shape[1]
     new_ids = [int(i) for i in ids[0, length:]]
     before = prompt.kept_tokens()
-    after = tokens_for_ids(tokenizer, new_ids)
+    after = id_tokens(tokenizer, new_ids)  # issue 34: "#id" labels with no tokenizer
     tokens = Tokens(
         before.labels + after.labels,
         before.raw + after.raw,
@@ -300,7 +301,11 @@ def generate_continuation(
     record = {
         "prompt_length": int(length),
         "generated_ids": new_ids,
-        "generated_text": str(tokenizer.decode(new_ids, skip_special_tokens=True)),
+        "generated_text": (
+            " ".join(after.labels)
+            if tokenizer is None
+            else str(tokenizer.decode(new_ids, skip_special_tokens=True))
+        ),
         "settings": plan.settings(),
     }
     keep = list(range(len(tokens)))

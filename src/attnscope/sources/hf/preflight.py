@@ -121,7 +121,7 @@ def check_ids_fit(
     attnscope.errors.AttnscopeError: the inputs give token type 1, ...
     """
     ids = inputs.get("input_ids")
-    size = _vocab_size(model)
+    size = vocab_size(model)
     if isinstance(ids, torch.Tensor) and ids.numel() and size is not None:
         flat = ids.reshape(-1)
         outside = ((flat < 0) | (flat >= size)).nonzero()
@@ -155,7 +155,15 @@ def check_ids_fit(
             )
 
 
-def _vocab_size(model: Any) -> int | None:
+def vocab_size(model: Any) -> int | None:
+    """How many token ids ``model``'s input embeddings have rows for, or None if unknown.
+
+    Examples
+    --------
+    >>> from transformers import GPT2Config, GPT2Model
+    >>> vocab_size(GPT2Model(GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=10)))
+    10
+    """
     try:
         embeddings = model.get_input_embeddings()
     except (AttributeError, NotImplementedError):  # some model code does not implement it

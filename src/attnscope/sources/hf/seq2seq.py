@@ -7,6 +7,7 @@ from typing import Any
 import torch
 
 from attnscope.errors import AttnscopeError
+from attnscope.sources.hf.token_ids import id_tokens
 from attnscope.sources.hf.tokenize import Encoded, encode_text, tokens_for_ids
 from attnscope.trace import Tokens
 
@@ -73,6 +74,6 @@ def encode_target(model: Any, tokenizer: Any, source: Encoded, target: str | Non
         ids = model.generate(
             **inputs, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1
         ).cpu()
-        tokens = tokens_for_ids(tokenizer, [int(i) for i in ids[0]])
+        tokens = id_tokens(tokenizer, [int(i) for i in ids[0]])  # "#id" with no tokenizer
     keep = list(range(ids.shape[1]))
     return Encoded({"decoder_input_ids": ids}, tokens, keep, len(keep), len(keep))
