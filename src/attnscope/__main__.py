@@ -199,6 +199,30 @@ def write_demo_page(out: TextIO, path: Path = DEMO_PAGE) -> Path | None:
     return written
 
 
+def cmd_share(args: argparse.Namespace, out: TextIO) -> int:
+    """``attnscope share NOTEBOOK [-o PAGE] [--execute] [--snapshots]``: one offline page.
+
+    Examples
+    --------
+    >>> main(["share", "missing.ipynb"])  # doctest: +ELLIPSIS
+    attnscope share: no notebook at missing.ipynb; ...
+    1
+    """
+    from attnscope.display.share import share_notebook
+
+    target = args.out or args.notebook.with_suffix(".html")
+    try:
+        page = share_notebook(args.notebook, target, execute=args.execute, live=not args.snapshots)
+    except AttnscopeError as err:
+        print(f"attnscope share: {err}", file=out)
+        return 1
+    how = "widgets drawn by the inlined widget manager" if page.live else "widgets' snapshots"
+    print(f"attnscope share: wrote {page.path} ({how}; opens offline)", file=out)
+    for note in page.notes:
+        print(f"  note: {note}", file=out)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``attnscope`` argument parser, one subcommand per ``cmd_*`` function.
 
@@ -220,6 +244,24 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--text", default=DEMO_TEXT, help="the sentence (default: %(default)r)")
     demo.add_argument("--seed", type=int, default=0, help="weights seed (default: 0)")
     demo.set_defaults(run=cmd_demo)
+    share = commands.add_parser(
+        "share",
+        help="write a notebook as one HTML page whose widgets draw offline",
+        description="Convert a notebook to one HTML page with the widget manager inlined, "
+        "so its widgets draw from their saved state with no network (nbconvert's page "
+        "fetches it from a CDN and is blank offline).",
+    )
+    share.add_argument("notebook", type=Path, help="the notebook (.ipynb)")
+    share.add_argument("-o", "--out", type=Path, help="the page (default: NOTEBOOK.html)")
+    share.add_argument(
+        "--execute", action="store_true", help="run the notebook first (its widget state stored)"
+    )
+    share.add_argument(
+        "--snapshots",
+        action="store_true",
+        help="draw each attnscope output's saved snapshot, without the widget manager (~4 MB less)",
+    )
+    share.set_defaults(run=cmd_share)
     return parser
 
 
