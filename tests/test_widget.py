@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import traitlets
 
+import attnscope
 from attnscope import AttentionStream, AttentionTrace, AttentionWidget, Tokens
 
 
@@ -245,3 +246,10 @@ def test_views_are_offered_in_order_and_checked(pair_trace: AttentionTrace) -> N
     ]:
         with pytest.raises(ValueError, match=message):
             AttentionWidget(pair_trace, views=views)
+
+
+def test_the_text_plain_line_names_the_model_not_its_family(minilm: tuple[Any, Any]) -> None:
+    model, tokenizer = minilm
+    widget = AttentionWidget(attnscope.capture(model, "Hi there.", tokenizer=tokenizer))
+    data, _ = widget._repr_mimebundle_()
+    assert data["text/plain"].startswith("attnscope AttentionWidget: head view, all-MiniLM-L6-v2,")

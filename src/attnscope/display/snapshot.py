@@ -50,7 +50,13 @@ def snapshot_text(widget: ShownWidget) -> str:
     """
     trace = widget.trace
     stream = trace.streams[widget.stream]
-    model = trace.metadata.get("model_type") or trace.metadata.get("source") or "trace"
+    metadata = trace.metadata  # the model's own name ("all-MiniLM-L6-v2"), not its family ("bert")
+    model = (
+        metadata.get("display_name")
+        or metadata.get("model_type")
+        or metadata.get("source")
+        or "trace"
+    )
     return (
         f"attnscope AttentionWidget: {widget.view} view, {model}, "
         f"{stream.num_layers} layers x {stream.num_heads} heads, {len(trace.source)} tokens, "
