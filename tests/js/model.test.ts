@@ -23,6 +23,21 @@ function at(l: number, h: number) {
 }
 
 describe("model view", () => {
+  it("keeps its chosen scale when it is left and shown again (Head → Model)", async () => {
+    const { ctx, cleanup, view } = await setup();
+    const select = view.querySelector<HTMLSelectElement>('[data-testid="model-scale-select"]')!;
+    select.value = "log";
+    select.dispatchEvent(new Event("change"));
+    expect(view.dataset.scale).toBe("log");
+    cleanup();
+    ctx.root.replaceChildren();
+    renderModelView(ctx);
+    const again = ctx.root.querySelector<HTMLElement>('[data-testid="model-view"]')!;
+    await until(() => again.dataset.ready === "true");
+    expect(again.dataset.scale).toBe("log");
+    expect(again.querySelector<HTMLSelectElement>('[data-testid="model-scale-select"]')!.value).toBe("log");
+  });
+
   it("draws every cell in one putImageData from thumbs", async () => {
     const { ctx, canvas } = await setup();
     expect(ctx.requested[0]).toEqual(["thumbs:self"]);

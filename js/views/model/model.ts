@@ -24,6 +24,7 @@ export function renderModelView(ctx: ViewContext): Cleanup {
   // The whole N × N of one head, zoomable (a comparison's sides have no tiles).
   const unOverview = ctx.side ? () => undefined : mountOverview(ctx, dom.view);
   const m = modelState(ctx, dom);
+  dom.scaleSel.value = m.heat; // the scale chosen before the view was last left
   sayScale(m);
   const sched = scheduler(() => drawGrid(m));
   m.redraw = () => sched.request();

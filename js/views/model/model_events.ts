@@ -9,7 +9,7 @@ import { cellAt, GAP, placedOrigin } from "./model_grid";
 import { loadStats, loadThumbs } from "./model_load";
 import { loadSegments, resetSegments, segmentMode, segmentPair } from "./model_segments";
 import { AXIS_LEFT, MAP } from "./model_preview";
-import { firstRow, readModelTheme, setLuts, streamNow, type Cell, type ModelView } from "./model_state";
+import { firstRow, keepScale, readModelTheme, setLuts, streamNow, type Cell, type ModelView } from "./model_state";
 
 const PREVIEW_W = AXIS_LEFT + MAP + 4;
 const HOVER_FETCH_MS = 120;
@@ -86,7 +86,7 @@ export function bindModelEvents(m: ModelView, L: Listeners): void {
   // Collapsed rows load a layer as its row comes into the window (any scrolling box).
   L.on(window, "scroll", () => loadSegments(m), { capture: true, passive: true });
   m.onSegments = () => { if (m.hoverCell) drawPreview(m, m.hoverCell); };
-  L.on(scaleSel, "change", () => { m.heat = scaleSel.value as HeatScale; setLuts(m); sayScale(m); m.redraw(); });
+  L.on(scaleSel, "change", () => { m.heat = scaleSel.value as HeatScale; keepScale(store, m.heat); setLuts(m); sayScale(m); m.redraw(); });
   L.on<MouseEvent>(canvas, "mousemove", (e) => hover(m, e));
   L.on(canvas, "mouseleave", () => hideHover(m));
   L.on<MouseEvent>(canvas, "click", (e) => {

@@ -66,13 +66,19 @@ export interface ModelView {
   redraw: () => void;
 }
 
+/** Each widget's chosen colour scale, kept while its views are re-mounted (Head → Model). */
+const chosenScale = new WeakMap<object, HeatScale>();
+
+/** Remember `heat` as the scale of the widget whose store is `store`. */
+export const keepScale = (store: object, heat: HeatScale): void => { chosenScale.set(store, heat); };
+
 export function modelState(ctx: ViewContext, dom: ModelDom): ModelView {
   const signed = ctx.side === "diff";
   const m: ModelView = {
     ctx, dom, signed,
     statistics: ctx.meta.comparison ? [] : ctx.meta.statistics ?? [],
     theme: readTheme(ctx.root, ctx.store.get().resolved_theme === "dark"),
-    heat: "linear",
+    heat: chosenScale.get(ctx.store) ?? "linear",
     lut: new Uint8ClampedArray(0),
     attnLut: new Uint8ClampedArray(0),
     thumbs: null, loadedKey: "", stats: null, statsLoaded: "",
