@@ -103,6 +103,8 @@ describe("view exports", () => {
     const caption = all.slice(0, 4).join(" ");
     expect(caption).toContain("layer 1 · all 3 heads · query");
     expect(caption).toMatch(/rows 1–\d+ of 80 drawn/);
+    expect(caption).toContain("lines:"); // the scale, of what the picture has
+    expect(caption).not.toContain("key bars"); // the screen's bars are not in the picture
     // Every label lies below the caption band (under the picture it met the last label).
     const ys = [...svg.matchAll(/<text[^>]*y="([\d.]+)"[^>]*>([^<]*)<\/text>/g)];
     const bandBottom = Number(ys.find((m) => m[2]!.startsWith("rows 1–"))![1]);

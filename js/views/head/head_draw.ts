@@ -203,7 +203,8 @@ export function exportLines(v: HeadView): string[] {
   const options = [s.hide_special ? "special tokens hidden" : "", s.words ? "words" : ""].filter(Boolean);
   return [
     exportCaption(meta.title ?? "", stream(v).layers[s.layer] ?? s.layer, shownHeads(v), stream(v).num_heads, s.query == null ? null : display.sideQ.labels[rowOf(display.wordsQ, s.query) ?? 0] ?? null),
-    [v.dom.scaleBox.legend.textContent ?? "", ...options].filter(Boolean).join(" · "),
+    // The picture has the lines, not the screen's key bars: its caption speaks of lines only.
+    [(v.dom.scaleBox.legend.textContent ?? "").replace("lines and key bars", "lines"), ...options].filter(Boolean).join(" · "),
     ...shown,
   ].filter(Boolean);
 }
