@@ -47,6 +47,8 @@ _PUBLIC = {
     "looked_at": "attnscope.analysis.looked_at",
     "open_strongest": "attnscope.display.open_strongest",
     "segments": "attnscope.analysis.segments",
+    "head_detector": "attnscope.analysis.head_detector",
+    "induction_sweep": "attnscope.analysis.induction_sweep",
 }
 
 __all__ = [
@@ -61,12 +63,14 @@ __all__ = [
     "capture",
     "compare",
     "flow",
+    "head_detector",
     "head_stats",
     "head_view",
     "heads_max",
     "heads_mean",
     "image_attention",
     "image_boundaries",
+    "induction_sweep",
     "looked_at",
     "merge_words",
     "model_view",
@@ -98,7 +102,9 @@ if TYPE_CHECKING:
         word_ids,
     )
     from attnscope.analysis.compare import AttentionComparison, compare
+    from attnscope.analysis.head_detector import head_detector
     from attnscope.analysis.images import image_attention, image_boundaries
+    from attnscope.analysis.induction_sweep import induction_sweep
     from attnscope.analysis.looked_at import looked_at
     from attnscope.analysis.needle import needle_in_a_haystack
     from attnscope.analysis.retrieval import retrieval_scores

@@ -64,8 +64,19 @@ def head_stats(trace: AttentionTrace, *, stream: str | None = None) -> pd.DataFr
         - ``confidence``: mean over non-special queries of the row maximum
           (Voita et al. 2019).
         - ``sink``: ``α₁``, the mean over queries of ``A[i, 0]`` (Gu et al. 2024).
-        - ``induction``, ``duplicate``: TransformerLens head-detector "mul"
-          scores ``(A ⊙ P).sum() / A.sum()``; NaN when the input repeats no token.
+        - ``induction``, ``duplicate``: TransformerLens's ``detect_head`` "mul"
+          scores on *this* input, ``(A ⊙ P).sum() / A.sum()`` (equal to
+          :func:`attnscope.head_detector`'s with no exclusions); NaN when the
+          input repeats no token. This ``induction`` is not the score papers
+          and courses quote (TransformerLens/ARENA: BOS + random tokens
+          repeated, the stripe at offset ``-(seq_len-1)``), which
+          :func:`attnscope.induction_sweep` computes and which reads about
+          twice as high on the same head.
+
+        Each column's protocol: ``cls``/``sep``/``punct``/``prev``/``self``/
+        ``next``/``entropy`` Clark et al. 2019; ``confidence`` Voita et al.
+        2019; ``sink`` Gu et al. 2024; ``entropy_norm`` attnscope's
+        normalisation of Clark's entropy.
 
         "Queries" are those that are not padding and carry weight. Position
         statistics are NaN for cross-attention. ``attnscope.analysis.STATISTICS``

@@ -139,17 +139,21 @@ STATISTICS: dict[str, Statistic] = {
         ),
         Statistic(
             "induction",
-            "induction",
+            "induction (detect_head 'mul' on this input)",
             "(A * P).sum() / A.sum(), P[i, j] = 1 where the token before key j repeats "
             "query token i (j <= i); NaN when the input repeats no token",
-            "TransformerLens head detector, error_measure='mul'",
+            "TransformerLens detect_head('induction_head', error_measure='mul') over this "
+            "input's own repeats (attnscope.head_detector); not the TransformerLens/ARENA "
+            "repeated-random-tokens stripe score (attnscope.induction_sweep), which reads "
+            "about twice as high on the same head",
         ),
         Statistic(
             "duplicate",
-            "duplicate token",
+            "duplicate token (detect_head 'mul' on this input)",
             "(A * P).sum() / A.sum(), P[i, j] = 1 where key j < i repeats query token i; "
             "NaN when the input repeats no token",
-            "TransformerLens head detector, error_measure='mul'",
+            "TransformerLens detect_head('duplicate_token_head', error_measure='mul') over "
+            "this input (attnscope.head_detector)",
         ),
     )
 }

@@ -201,14 +201,17 @@ def _check_heads(frame: Any, stream: AttentionStream) -> None:
         )
 
 
-def _label(column: str, inputs: int | None, noun: str) -> tuple[str, str, str]:
-    """Label, formula and source of a scan statistic."""
+def _label(column: str, inputs: int | None, noun: str, about: Any = None) -> tuple[str, str, str]:
+    """Label, formula and source of a scan statistic (a table's ``attrs["about"]`` first)."""
     known = STATISTICS.get(column)
     label = known.label if known else column
     formula = known.formula if known else f"the {column!r} column of the table"
     source = known.source if known else "the scan= table"
     if column in KNOWN_COLUMNS:
         label, formula, source = KNOWN_COLUMNS[column]
+    said = about.get(column) if isinstance(about, dict) else None
+    if isinstance(said, list | tuple) and len(said) == 3:  # e.g. induction_sweep's protocol
+        label, formula, source = (str(v) for v in said)
     if inputs is not None:
         label = f"{label}: mean over {inputs} {noun} (± spread across them)"
     return label, formula, source
@@ -275,7 +278,7 @@ def _over_inputs(frame: Any, columns: list[str], stream: str, scatter: Any) -> S
         strongest[name] = scatter(*where, ranked["strongest_input"], -1, np.int64)
         best = np.where(strongest[name] >= 0, strongest[name], np.nan).astype(np.float32)
         arrays.append((name + STRONGEST, best))
-        label, formula, source = _label(column, inputs, "inputs")
+        label, formula, source = _label(column, inputs, "inputs", frame.attrs.get("about"))
         entries.append(
             {"name": name, "label": label, "formula": formula, "source": source}
             | {"spread": name + SPREAD, "inputs": inputs, "over": "inputs"}
@@ -299,7 +302,9 @@ def _per_head(frame: Any, columns: list[str], stream: str, scatter: Any) -> Scan
         name = PREFIX + column
         arrays.append((name, scatter(*where, frame[column], np.nan, np.float32)))
         spread = f"{column}_std" in frame.columns and runs is not None
-        label, formula, source = _label(column, runs if spread else None, "runs")
+        label, formula, source = _label(
+            column, runs if spread else None, "runs", frame.attrs.get("about")
+        )
         entry: dict[str, Any] = {"name": name, "label": label, "formula": formula}
         entry["source"] = source
         if spread:
