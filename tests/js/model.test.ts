@@ -23,6 +23,15 @@ function at(l: number, h: number) {
 }
 
 describe("model view", () => {
+  it("keeps the overview behind a button when a thumbnail already shows every weight", async () => {
+    const { view } = await setup(); // 6 tokens: each cell is the whole 6 × 6
+    expect(view.querySelector('[data-testid="overview"]')).toBeNull();
+    const open = view.querySelector<HTMLButtonElement>('[data-testid="overview-open"]')!;
+    open.click();
+    expect(view.querySelector('[data-testid="overview"]')).not.toBeNull();
+    expect(view.querySelector('[data-testid="overview-open"]')).toBeNull();
+  });
+
   it("keeps its chosen scale when it is left and shown again (Head → Model)", async () => {
     const { ctx, cleanup, view } = await setup();
     const select = view.querySelector<HTMLSelectElement>('[data-testid="model-scale-select"]')!;

@@ -17,12 +17,27 @@ import { loadStats, loadThumbs } from "./model_load";
 import { rankSelect } from "./model_stats";
 import { modelState, streamNow, type ModelDom } from "./model_state";
 
+/**
+ * The overview, open when the input is longer than a thumbnail shows; else (its map
+ * would repeat one cell) a button that opens it.
+ */
+function overviewWhenItAdds(ctx: ViewContext, parent: HTMLElement): Cleanup {
+  const sm = streamOf(ctx.meta, ctx.store.get().stream);
+  if (sm.q_len > sm.thumb_rows || sm.k_len > sm.thumb_cols) return mountOverview(ctx, parent);
+  const open = h("button", "attnscope-btn", { type: "button", "data-testid": "overview-open", title: "The grid's cells already show every weight of this input" });
+  open.textContent = "overview of one head ▸";
+  parent.append(open);
+  let close: Cleanup = () => open.remove();
+  open.addEventListener("click", () => { open.remove(); close = mountOverview(ctx, parent); }, { once: true });
+  return () => close();
+}
+
 export function renderModelView(ctx: ViewContext): Cleanup {
   const { meta, store } = ctx;
   const L = listeners();
   const dom = mountModelDom(ctx, L);
   // The whole N × N of one head, zoomable (a comparison's sides have no tiles).
-  const unOverview = ctx.side ? () => undefined : mountOverview(ctx, dom.view);
+  const unOverview = ctx.side ? () => undefined : overviewWhenItAdds(ctx, dom.view);
   const m = modelState(ctx, dom);
   dom.scaleSel.value = m.heat; // the scale chosen before the view was last left
   sayScale(m);
