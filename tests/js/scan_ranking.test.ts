@@ -41,6 +41,10 @@ describe("a scan's statistic in the model view", () => {
     expect(rankWords(scanPrev)).toBe("rank: scan:prev · mean over 4 inputs (± spread)");
     expect(rankWords({ ...scanPrev, name: "scan:retrieval", inputs: 6, over: "runs" })).toBe("rank: scan:retrieval · mean over 6 runs (± spread)");
     expect(rankWords({ name: "sink", label: "", formula: "", source: "" })).toBe("rank: sink");
+    // A trace's statistic whose label names its protocol is offered by that label.
+    const induction = { name: "induction", label: "induction (detect_head 'mul' on this input)", formula: "", source: "" };
+    expect(rankWords(induction)).toBe("rank: induction (detect_head 'mul' on this input)");
+    expect(rankWords({ name: "prev", label: "previous token", formula: "", source: "" })).toBe("rank: prev");
     // A per-head column with a label of its own (segments=) is offered by that label.
     expect(rankWords({ name: "scan:receiver", label: "receiver score (Thought Anchors)", formula: "", source: "" })).toBe("rank: receiver score (Thought Anchors)");
     expect(rankWords({ name: "scan:retrieval", label: "retrieval", formula: "", source: "" })).toBe("rank: scan:retrieval");

@@ -71,6 +71,9 @@ export function statWords(s: StatisticMeta): string {
 /** The rank select's words for a statistic: a scan's says what its value is a mean over. */
 export function rankWords(s: StatisticMeta): string {
   // A table's column with a name of its own (segments=: "receiver score (Thought Anchors)") says it.
+  // A statistic whose label adds to its name ("induction (detect_head 'mul' on this input)") names its protocol.
+  const protocol = !s.inputs && !s.name.startsWith("scan:") && s.label.startsWith(`${s.name} `) && s.label.includes("(");
+  if (protocol) return `rank: ${s.label}`;
   if (!s.inputs) return `rank: ${statWords(s)}`;
   return `rank: ${s.name} · mean over ${s.inputs} ${s.over ?? "inputs"}${s.spread ? " (± spread)" : ""}`;
 }
