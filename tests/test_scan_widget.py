@@ -251,3 +251,15 @@ def test_saved_widget_state_and_snapshot_keep_the_scan(
     names = [a["name"] for a in widget._saved["stats:self"]["arrays"]]
     assert names[-6:-3] == ["scan:prev", "scan:prev:spread", "scan:prev:strongest"]
     assert "scan:prev:spread" in data["text/html"]  # the kernel-less snapshot's _meta
+
+
+def test_a_full_scan_starts_ranking_on_a_statistic_that_finds_a_kind_of_head(
+    trace: AttentionTrace,
+) -> None:
+    columns = {"cls": [0.9, 0.8], "induction": [np.nan, np.nan], "prev": [0.1, 0.7]}
+    scan = pd.DataFrame({"input": [0, 0], "layer": [0, 0], "head": [0, 1], **columns})
+    widget = AttentionWidget(trace, scan=scan)
+    assert widget.rank_by == "scan:prev"  # not the first column; induction has no value here
+    assert AttentionWidget(trace, scan=scan[["input", "layer", "head", "cls"]]).rank_by == (
+        "scan:cls"
+    )

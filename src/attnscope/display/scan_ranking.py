@@ -36,6 +36,10 @@ SPREAD = ":spread"
 """Suffix of the array holding a statistic's spread: ``scan:<column>:spread``."""
 STRONGEST = ":strongest"
 """Suffix of the array holding the input where each head is strongest (f32, NaN for none)."""
+FIRST_RANKED = ("retrieval", "receiver", "induction", "duplicate", "prev", "sink", "next", "self")
+"""Columns a ranking starts on, the first present: those that find a kind of head (a
+retrieval, receiver, induction, duplicate-token, previous-token or sink head), not a
+table's first column (``cls``, where few heads differ)."""
 KEYS = ("input", "layer", "head")
 """Columns that say which head (and input) a row is, never statistics."""
 COUNTS = frozenset({"runs", "count", "steps"})
@@ -85,6 +89,24 @@ class ScanRanking:
     def names(self) -> list[str]:
         """The statistics' names, in ``_meta.statistics`` order."""
         return [entry["name"] for entry in self.statistics]
+
+    @property
+    def first_ranked(self) -> str:
+        """The statistic a view ranks by first: the first of :data:`FIRST_RANKED` with a value.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from attnscope import AttentionTrace
+        >>> t = AttentionTrace(list("ab"), np.full((1, 2, 2, 2), 0.5, np.float32))
+        >>> df = pd.DataFrame({"layer": 0, "head": [0, 1], "cls": [0.1, 0.2], "prev": [0.3, 0.4]})
+        >>> scan_ranking(df, t).first_ranked
+        'scan:prev'
+        """
+        names = self.names
+        held = {name for name, values in self.arrays if np.isfinite(values).any()}
+        found = [PREFIX + c for c in FIRST_RANKED if PREFIX + c in held]  # one that applies
+        return (found or names)[0]
 
     def strongest_input(self, name: str, position: int, head: int) -> int:
         """The input where head ``head`` of layer position ``position`` scores highest on ``name``.

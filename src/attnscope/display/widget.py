@@ -95,7 +95,8 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         with its spread across them), or one row per head
         (:func:`attnscope.retrieval_scores`, ``needle_in_a_haystack(...).heads``).
         Each numeric column ``c`` becomes the statistic ``"scan:c"`` (see
-        :attr:`scan_ranking`); ``rank_by`` starts on the first. Its layers and
+        :attr:`scan_ranking`); ``rank_by`` starts on one that finds a kind of
+        head (``retrieval``, ``induction``, ``prev`` ...; else the first). Its layers and
         heads must be the trace's.
     segments
         Rows of the head view as segments: ``"sentences"``, ``"turns"`` (a chat's
@@ -335,7 +336,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         # The starting stream follows the view opened (the neuron view needs q and k).
         state = default_selection(trace, options.get("view") or self._views[0])
         if scanned is not None:
-            state["rank_by"] = scanned.names[0]
+            state["rank_by"] = scanned.first_ranked
         if self._compared is not None:
             state["compare_side"] = "diff"
         if isinstance(collapsed, ImageRows):
