@@ -49,6 +49,7 @@ describe("image view", () => {
     const strip = [...root.querySelectorAll<HTMLElement>('[data-testid="image-tokens"] [data-query]')];
     expect(strip.map((b) => b.dataset.query)).toEqual(["0", "3", "4", "5"]);
     expect(view.dataset.query).toBe("5");
+    expect(store.get().query).toBe(5); // the store (and w.query) says the query shown
     strip[1]!.click();
     expect(store.get().query).toBe(3);
     await until(() => view.dataset.query === "3");

@@ -20,6 +20,8 @@ export function renderImageView(ctx: ViewContext): Cleanup {
   const scene = imageScene(ctx);
   const dom = mountImageDom(ctx, scene, L);
   const v = imageState(ctx, scene, dom);
+  // No query chosen: the view shows the last token's; say so to the store (and so to w.query).
+  if (store.get().query == null) store.set({ query: query(v) });
   const unsave = saveButtons(dom.bar, {
     name: () => `attnscope-image-layer${scene.sm.layers[store.get().layer] ?? store.get().layer}-query${query(v)}`,
     picture: () => picture(v),
