@@ -174,8 +174,10 @@ def show_head_view(
         :class:`~attnscope.MultiHeadAttention` (or a list of them), an
         :class:`~attnscope.AttentionTrace`, or raw per-layer attention tensors.
     text
-        The text to run a model on; for a module, its input tensor
-        ``(1, seq, d_model)``. Leave out for traces and raw tensors.
+        The text to run a model on, or its token ids (a tensor, list of ints or
+        ``BatchEncoding``, as :func:`attnscope.capture` takes them); for a
+        module, its input tensor ``(1, seq, d_model)``. Leave out for traces
+        and raw tensors.
     **options
         Building the trace (the keywords of each source's builder, see
         :func:`attnscope.sources.resolve.source_options`) — for models:
