@@ -30,6 +30,7 @@ _PUBLIC = {
     "head_view": "attnscope.bertviz_compat",
     "model_view": "attnscope.bertviz_compat",
     "save_html": "attnscope.display",
+    "set_snapshots": "attnscope.display.snapshot",
     "head_stats": "attnscope.analysis",
     "rollout": "attnscope.analysis",
     "rollout_row": "attnscope.analysis",
@@ -83,6 +84,7 @@ __all__ = [
     "save_html",
     "scan",
     "segments",
+    "set_snapshots",
     "show_head_view",
     "show_model_view",
     "show_neuron_view",
@@ -113,6 +115,7 @@ if TYPE_CHECKING:
     from attnscope.bertviz_compat import head_view, model_view
     from attnscope.display import AttentionWidget, save_html
     from attnscope.display.open_strongest import open_strongest
+    from attnscope.display.snapshot import set_snapshots
     from attnscope.nn import MultiHeadAttention, MultiHeadAttentionTrace
     from attnscope.show import show_head_view, show_model_view, show_neuron_view
     from attnscope.sources import capture

@@ -18,12 +18,54 @@ from typing import TYPE_CHECKING, Any
 from attnscope.display.page import page_html
 from attnscope.encode.embed import embed_chunks
 from attnscope.encode.plan import HEAD_ROW_PX, Shown, shown_keys
+from attnscope.errors import AttnscopeError
 
 if TYPE_CHECKING:
     from attnscope.display.shown import ShownWidget
 
 SNAPSHOT_BYTES = 2_000_000
 """Most bytes of attention data (base64 text) one snapshot embeds; the JS and CSS add ~55 kB."""
+
+SMALL_SNAPSHOT_BYTES = 150_000
+"""The data cap of ``set_snapshots("small")``: the current view's first screen, roughly."""
+
+SNAPSHOT_MODES = ("view", "small", "none")
+_mode = ["view"]  # the session's choice (set_snapshots)
+
+
+def set_snapshots(mode: str) -> str:
+    """How much of each widget an output keeps for kernel-less viewers; returns the old mode.
+
+    Each attnscope output carries a snapshot (``text/html``): its current view
+    as a small self-contained page, drawn by nbconvert, a reopened notebook or
+    ``attnscope share --snapshots`` without a kernel. It is the bulk of a
+    notebook's size (0.2 MB for a 22-token head view, 1.2 MB at 512 tokens).
+
+    Parameters
+    ----------
+    mode
+        ``"view"`` (default): the current view with up to 2 MB of its data.
+        ``"small"``: the current view with up to 150 kB of data (its first
+        screen: the layer shown; other layers say a kernel brings them).
+        ``"none"``: no snapshot, a line of text only; a kernel-less render then
+        comes from the saved widget state (``attnscope share``), not from the
+        output. Applies to widgets displayed from then on.
+
+    Examples
+    --------
+    >>> set_snapshots("small")
+    'view'
+    >>> set_snapshots("view")
+    'small'
+    """
+    if mode not in SNAPSHOT_MODES:
+        raise AttnscopeError(
+            f"set_snapshots({mode!r}): the mode is one of {list(SNAPSHOT_MODES)} "
+            "('view': the current view, 'small': its first screen, 'none': text only)."
+        )
+    old, _mode[0] = _mode[0], mode
+    return old
+
 
 SAVED_STATE_BYTES = 1_000_000
 """Most bytes of attention data (base64 text) the widget's saved state holds (``_saved``)."""
@@ -168,4 +210,8 @@ def snapshot_bundle(widget: ShownWidget) -> dict[str, str]:
     >>> sorted(snapshot_bundle(w))
     ['text/html', 'text/plain']
     """
-    return {"text/html": snapshot_html(widget), "text/plain": snapshot_text(widget)}
+    mode = _mode[0]
+    if mode == "none":
+        return {"text/plain": snapshot_text(widget)}
+    cap = SMALL_SNAPSHOT_BYTES if mode == "small" else SNAPSHOT_BYTES
+    return {"text/html": snapshot_html(widget, max_bytes=cap), "text/plain": snapshot_text(widget)}
