@@ -50,6 +50,7 @@ _PUBLIC = {
     "segments": "attnscope.analysis.segments",
     "head_detector": "attnscope.analysis.head_detector",
     "induction_sweep": "attnscope.analysis.induction_sweep",
+    "show_generation": "attnscope.display.live",
 }
 
 __all__ = [
@@ -85,6 +86,7 @@ __all__ = [
     "scan",
     "segments",
     "set_snapshots",
+    "show_generation",
     "show_head_view",
     "show_model_view",
     "show_neuron_view",
@@ -114,6 +116,7 @@ if TYPE_CHECKING:
     from attnscope.analysis.segments import segments
     from attnscope.bertviz_compat import head_view, model_view
     from attnscope.display import AttentionWidget, save_html
+    from attnscope.display.live import show_generation
     from attnscope.display.open_strongest import open_strongest
     from attnscope.display.snapshot import set_snapshots
     from attnscope.nn import MultiHeadAttention, MultiHeadAttentionTrace

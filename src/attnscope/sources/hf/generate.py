@@ -22,6 +22,7 @@ import inspect
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -42,6 +43,14 @@ _RESERVED = {
     "return_dict_in_generate": "capture reads the ids itself",
     "max_length": "use max_new_tokens=",
 }
+
+
+LIVE_GENERATE: ContextVar[Mapping[str, Any] | None] = ContextVar("attnscope_live", default=None)
+"""Extra ``model.generate`` arguments (a streamer, stopping criteria) for a live display.
+
+Set by :mod:`attnscope.display.live` around its capture; they watch the generation
+and are left out of the recorded settings, so the trace is the plain capture's.
+"""
 
 
 @cache
@@ -275,6 +284,7 @@ def generate_continuation(
     """
     prompt_ids = prompt.inputs["input_ids"][:, prompt.keep]
     extra = {"tokenizer": tokenizer} if "stop_strings" in plan.kwargs else {}
+    extra.update(LIVE_GENERATE.get() or {})  # a live display's streamer (not recorded)
     images = _image_inputs(prompt, model)  # issue 25: a prompt with images
     with _seeded(plan.seed, model.device):
         sequences = model.generate(
