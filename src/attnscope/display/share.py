@@ -95,7 +95,7 @@ def _tools() -> tuple[Any, Any, Any]:
     except ImportError as err:
         raise AttnscopeError(
             f"attnscope share needs nbformat, nbclient and nbconvert ({err.name} is missing): "
-            "pip install \"attnscope[share]\"."
+            'pip install "attnscope[share]".'
         ) from None
     return nbformat, NotebookClient, HTMLExporter
 
