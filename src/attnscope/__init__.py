@@ -51,6 +51,7 @@ _PUBLIC = {
     "head_detector": "attnscope.analysis.head_detector",
     "induction_sweep": "attnscope.analysis.induction_sweep",
     "show_generation": "attnscope.display.live",
+    "qk_sources": "attnscope.analysis.qk_sources",
 }
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "model_view",
     "needle_in_a_haystack",
     "open_strongest",
+    "qk_sources",
     "query_sum",
     "retrieval_scores",
     "rollout",
@@ -111,6 +113,7 @@ if TYPE_CHECKING:
     from attnscope.analysis.induction_sweep import induction_sweep
     from attnscope.analysis.looked_at import looked_at
     from attnscope.analysis.needle import needle_in_a_haystack
+    from attnscope.analysis.qk_sources import qk_sources
     from attnscope.analysis.retrieval import retrieval_scores
     from attnscope.analysis.scan import scan
     from attnscope.analysis.segments import segments
