@@ -136,6 +136,8 @@ BAD: dict[str, tuple[Any, type[Exception], str]] = {
     "negative": ([1, -100, 3], AttnscopeError, "attention_mask"),
     "empty tensor": (torch.zeros(1, 0, dtype=torch.long), AttnscopeError, "no token ids"),
     "empty list": ([[]], AttnscopeError, "no token ids"),
+    "empty": ([], AttnscopeError, "empty list"),
+    "strings": (["a", "b"], AttnscopeTypeError, "a string, chat messages or token ids"),
     "3-D": (torch.zeros(1, 1, 3, dtype=torch.long), AttnscopeError, "reshape(1, -1)"),
     "ragged": ([[1, 2], [3]], AttnscopeTypeError, "unequal length"),
     "batch": (torch.ones(2, 3, dtype=torch.long), AttnscopeError, "attnscope.scan(model, ids)"),

@@ -78,8 +78,11 @@ def check_text(text: Any, what: str = "text") -> str:
     ...
     attnscope.errors.AttnscopeError: text is empty; pass the sentence to run through the model.
     """
+    if isinstance(text, list | tuple) and not text:
+        raise AttnscopeError(f"{what} is an empty list; pass a sentence, chat messages or ids.")
     if not isinstance(text, str):
-        raise AttnscopeTypeError(f"{what} must be a string; got {type(text).__name__}.")
+        also = ", chat messages or token ids" if what == "text" else ""
+        raise AttnscopeTypeError(f"{what} must be a string{also}; got {type(text).__name__}.")
     if not text.strip():
         raise AttnscopeError(f"{what} is empty; pass the sentence to run through the model.")
     try:
