@@ -111,6 +111,8 @@ def test_refused_before_generating() -> None:
     model, tok = causal_lm("gpt2")
     with pytest.raises(AttnscopeTypeError, match="streamer= is set by show_generation"):
         attnscope.show_generation(model, PROMPT, 2, tokenizer=tok, streamer=object())
+    with pytest.raises(AttnscopeTypeError, match="images"):
+        attnscope.show_generation(model, PROMPT, 2, tokenizer=tok, images=[object()])
     with pytest.raises(AttnscopeError, match="beam search"):
         attnscope.show_generation(model, PROMPT, 2, tokenizer=tok, num_beams=2)
     with pytest.raises(AttnscopeError, match="max_new_tokens must be at least 1"):

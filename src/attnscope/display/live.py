@@ -316,6 +316,12 @@ def show_generation(
             f"{watched[0]}= is set by show_generation itself (it watches the generation to "
             "draw each token and to stop); leave it out, or use attnscope.capture with it."
         )
+    if options.get("images") is not None:
+        raise AttnscopeTypeError(
+            "show_generation draws text generations; for a prompt with images, capture it "
+            "with attnscope.capture(model, prompt, images=..., max_new_tokens=...) and step "
+            "through it in the head view."
+        )
     if "max_new_tokens" in options:
         raise AttnscopeTypeError(
             "max_new_tokens is show_generation's third argument; pass it once."
