@@ -13,17 +13,7 @@ import type { AppState, Cleanup, DataSource, Meta, Store, ViewContext, ViewName 
 import { h, listeners } from "./views/common";
 import { comparedSide, compareToggle, comparisonSummary } from "./views/compare/compare_toggle";
 import { renderSide } from "./views/compare/compare_view";
-import { renderHeadView } from "./views/head/head";
-import { renderImageView } from "./views/image/image";
-import { renderModelView } from "./views/model/model";
-import { renderNeuronView } from "./views/neuron/neuron";
-
-const RENDERERS: Record<ViewName, (ctx: ViewContext) => Cleanup> = {
-  head: renderHeadView,
-  model: renderModelView,
-  neuron: renderNeuronView,
-  image: renderImageView,
-};
+import { unitOf, viewRenderer } from "./view_units";
 
 export interface AppOptions {
   meta: Meta;
@@ -31,6 +21,12 @@ export interface AppOptions {
   data: DataSource;
   /** The element the app fills (the widget's `el`, or the page's root div). */
   el: HTMLElement;
+}
+
+function viewMessage(text: string, testid: string, kind = "info"): HTMLElement {
+  const box = h("div", "attnscope-status", { role: kind === "error" ? "alert" : "status", "data-kind": kind, "data-testid": testid });
+  box.textContent = text;
+  return box;
 }
 
 function option(sel: HTMLSelectElement, value: string, label: string): void {
@@ -112,7 +108,17 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
     if (current?.name === name && current.side === side) return;
     current?.cleanup();
     host.replaceChildren();
-    current = { name, side, cleanup: renderSide(name, RENDERERS[name], { meta, store, data, root: host }, side) };
+    // A view's code comes in when it is first shown (js/view_units.ts); until then a line says so.
+    const render = viewRenderer(unitOf(name, side));
+    const ctx: ViewContext = { meta, store, data, root: host };
+    if (typeof render === "function") { current = { name, side, cleanup: renderSide(name, render, ctx, side) }; return; }
+    const shown = { name, side, cleanup: () => { shown.cleanup = () => {}; } };
+    current = shown;
+    host.append(viewMessage(`Loading the ${VIEW_LABELS[name]} view…`, "view-loading"));
+    render.then(
+      (r) => { if (current === shown) { host.replaceChildren(); shown.cleanup = renderSide(name, r, ctx, side); } },
+      (e: Error) => { if (current === shown) host.replaceChildren(viewMessage(`attnscope: ${e.message}`, "view-failed", "error")); },
+    );
   }
 
   function sync(): void {

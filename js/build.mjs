@@ -1,15 +1,71 @@
-// Bundles the front end into src/attnscope/static/: the anywidget module
-// (widget.js + widget.css) and the self-contained page host (standalone.js)
-// that `save_html` inlines. No CDN: everything the browser runs is in here,
-// the selection schema (src/attnscope/encode/selection.json, imported by
-// js/selection.ts) included: esbuild bundles JSON imports as modules.
+// Bundles the front end into src/attnscope/static/. No CDN: everything the browser runs is in
+// here, the selection schema (src/attnscope/encode/selection.json, imported by js/selection.ts)
+// included: esbuild bundles JSON imports as modules.
+//
+// - code/: the front end split by view (js/view_units.ts): the widget's and the page's entry
+//   modules, one module per view unit, and the code they share; code/manifest.json records each
+//   module's SHA-256 and imports. A page (display/page.py) and a widget's `_bundle` carry only
+//   the modules of the views they show.
+// - loader.js: the anywidget module (`_esm`), page_loader.js: the page's script. Both carry the
+//   manifest and import the modules from their texts after checking them (js/loader/link.ts).
+// - widget.js: the whole front end in one module, for hosts that import a file.
+// - widget.css: every page and widget inlines it.
 import { build } from "esbuild";
-import { mkdirSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { basename } from "node:path";
 
 const outdir = "src/attnscope/static";
-mkdirSync(outdir, { recursive: true });
+const codedir = `${outdir}/code`;
+rmSync(codedir, { recursive: true, force: true });
+mkdirSync(codedir, { recursive: true });
 const common = { bundle: true, minify: true, target: "es2020", logLevel: "warning" };
-await build({ ...common, entryPoints: ["js/widget.ts"], format: "esm", outfile: `${outdir}/widget.js` });
-await build({ ...common, entryPoints: ["js/standalone.ts"], format: "iife", outfile: `${outdir}/standalone.js` });
+
+const UNITS = {
+  head: "js/views/head/head_unit.ts",
+  model: "js/views/model/model_unit.ts",
+  neuron: "js/views/neuron/neuron_unit.ts",
+  image: "js/views/image/image_unit.ts",
+  neuron_diff: "js/views/compare/compare_neuron_unit.ts",
+};
+const split = await build({
+  ...common,
+  entryPoints: [
+    { in: "js/widget.ts", out: "widget" },
+    { in: "js/standalone.ts", out: "page" },
+    ...Object.entries(UNITS).map(([unit, path]) => ({ in: path, out: `view_${unit}` })),
+  ],
+  format: "esm",
+  splitting: true,
+  outdir: codedir,
+  chunkNames: "shared-[hash]",
+  metafile: true,
+});
+const sha256 = (text) => createHash("sha256").update(text, "utf8").digest("hex");
+const files = {};
+for (const [path, out] of Object.entries(split.metafile.outputs)) {
+  if (!path.endsWith(".js")) continue;
+  const imports = out.imports.map((i) => {
+    if (i.kind !== "import-statement") throw new Error(`${path}: ${i.kind} of ${i.path}: the loader links static imports only`);
+    return basename(i.path);
+  });
+  const text = readFileSync(path, "utf8");
+  for (const dep of imports) {
+    if (!text.includes(`"./${dep}"`)) throw new Error(`${path} imports ${dep} in a form the loader does not rewrite`);
+  }
+  files[basename(path)] = { sha256: sha256(text), imports };
+}
+const manifest = {
+  digest: sha256(JSON.stringify(files)).slice(0, 16),
+  files,
+  entries: { widget: "widget.js", page: "page.js" },
+  units: Object.fromEntries(Object.keys(UNITS).map((u) => [u, `view_${u}.js`])),
+};
+writeFileSync(`${codedir}/manifest.json`, `${JSON.stringify(manifest, null, 1)}\n`);
+const define = { __ATTNSCOPE_CODE__: JSON.stringify(manifest) };
+await build({ ...common, define, entryPoints: ["js/loader/notebook.ts"], format: "esm", outfile: `${outdir}/loader.js` });
+await build({ ...common, define, entryPoints: ["js/loader/page.ts"], format: "iife", outfile: `${outdir}/page_loader.js` });
+await build({ ...common, entryPoints: ["js/widget_all.ts"], format: "esm", outfile: `${outdir}/widget.js` });
+rmSync(`${outdir}/standalone.js`, { force: true }); // the page was one script before code/
 // Whitespace and comments only (colours and selectors stay as written): every page and widget inlines it.
 await build({ entryPoints: ["js/style.css"], bundle: false, minifyWhitespace: true, logLevel: "warning", outfile: `${outdir}/widget.css` });

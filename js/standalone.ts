@@ -1,4 +1,4 @@
-// Entry point of the self-contained exported page: reads the embedded state and
+// Entry module of the self-contained exported page (imported by js/loader/page.ts): reads the embedded state and
 // chunks, and mounts the same binding as the widget over an in-page model host. No network.
 import { errorBox, mount } from "./bind";
 import { createPageHost, type EmbeddedChunk } from "./host";
@@ -38,11 +38,12 @@ declare global {
   interface Window { attnscope?: { renderPage: typeof renderPage } }
 }
 
-if (typeof window !== "undefined") {
-  window.attnscope = { renderPage };
-  const auto = (): void => {
-    if (document.getElementById("attnscope-root") && document.getElementById("attnscope-state")) renderPage();
-  };
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", auto, { once: true });
-  else auto();
+// The page's loader (js/loader/page.ts) hands the app the way to each view's code, then draws.
+export { setViewLoader } from "./view_units";
+
+/** Draw the page's widget when the page has one (the loader calls it once the DOM is there). */
+export function autoRender(): void {
+  if (document.getElementById("attnscope-root") && document.getElementById("attnscope-state")) renderPage();
 }
+
+if (typeof window !== "undefined") window.attnscope = { renderPage };

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from attnscope import AttentionTrace, AttentionWidget, save_html
-from attnscope._static import STATIC, MissingBundleError, static_file
+from attnscope._static import STATIC, MissingBundleError, code_texts, static_file
 from attnscope.display.page import DEFAULT_MAX_BYTES, page_html
 from attnscope.encode.chunks import all_keys, encode_chunk, parse_key
 from attnscope.encode.messages import little_endian_bytes
@@ -76,8 +76,11 @@ def test_page_is_written_and_self_contained(tmp_path: Path, qk_trace: AttentionT
     page = path.read_text(encoding="utf-8")
     assert page.startswith("<!doctype html>")
     assert static_file("widget.css").read_text(encoding="utf-8").strip() in page
-    bundle = static_file("standalone.js").read_text(encoding="utf-8")
-    assert bundle.replace("</script", "<\\/script").strip() in page
+    loader = static_file("page_loader.js").read_text(encoding="utf-8")
+    assert loader.replace("</script", "<\\/script").strip() in page
+    assert sorted(embedded(page, "attnscope-code")) == sorted(
+        code_texts("page", ("head", "model", "neuron"))
+    )
     assert external_urls(page) == set()
     assert "<link" not in page
     assert "<script src" not in page
@@ -166,7 +169,7 @@ def test_script_end_tags_in_tokens_are_escaped() -> None:
     evil = "</script><script>alert(1)</script>"
     trace = AttentionTrace([evil, "<!--"], np.full((1, 1, 2, 2), 0.5, np.float32))
     page = page_html(trace)
-    assert page.lower().count("</script") == 3  # the three script elements' own end tags
+    assert page.lower().count("</script") == 4  # the four script elements' own end tags
     assert "<!--" not in page
     labels = embedded(page, "attnscope-state")["_meta"]["sides"]["source"]["labels"]
     assert labels == [evil, "<!--"]
@@ -304,9 +307,10 @@ def test_minilm_pair_page(tmp_path: Path, minilm: tuple[Any, Any]) -> None:
     assert external_urls(page) == set()
     # bertviz's head view page for the same model and length is 13.2 MB. Every view's data,
     # the q and k of each head included, takes a tenth of it: the page computes the lines.
-    # The page's script is the same for every page (it grows with the views, not the data):
-    # it is counted apart, against its own budget.
-    script = len(static_file("standalone.js").read_bytes())
+    # The page's code grows with the views it shows, not the data: it is counted apart,
+    # against its own budget.
+    script = len(static_file("page_loader.js").read_bytes())
+    script += sum(len(text) for text in embedded(page, "attnscope-code").values())
     assert script < 160_000
     assert path.stat().st_size - script < 13_200_000 / 10
     # Like for like, a head-view page: over 20x smaller, script included.

@@ -32,8 +32,11 @@ pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
 STATIC = (
+    "attnscope/static/loader.js",
+    "attnscope/static/page_loader.js",
+    "attnscope/static/code/manifest.json",
+    "attnscope/static/code/view_head.js",
     "attnscope/static/widget.js",
-    "attnscope/static/standalone.js",
     "attnscope/static/widget.css",
 )
 
@@ -43,7 +46,7 @@ from attnscope import AttentionTrace, AttentionWidget, save_html
 weights = np.random.default_rng(0).dirichlet(np.ones(5), size=(2, 3, 5)).astype("float32")
 trace = AttentionTrace(["The", "cat", "sat", "on", "it"], weights)
 widget = AttentionWidget(trace, view="head", layer=1)
-assert len(widget._bundle) > 10_000, "the widget's bundle is empty"
+assert sum(map(len, widget._bundle.values())) > 10_000, "the widget's bundle is empty"
 print(attnscope.__file__)
 print(save_html(widget, sys.argv[1]))
 """

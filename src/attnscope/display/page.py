@@ -1,8 +1,10 @@
 """One self-contained HTML file that opens from disk, offline, and stays interactive.
 
 The page (``docs/protocol.md``, "The exported page") inlines the CSS, the
-``static/standalone.js`` bundle, the trait values with ``_meta``, and the
-chunks, each deflate-raw compressed and base64 encoded. Nothing is fetched:
+code of the views it shows (``static/code/``: the page's modules, each deflate-raw
+compressed and base64 encoded, and
+``static/page_loader.js`` that checks and imports them), the trait values with
+``_meta``, and the chunks, each deflate-raw compressed and base64 encoded. Nothing is fetched:
 there is no URL in the file.
 """
 
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attnscope._static import static_file
+from attnscope._static import code_texts, packed_code, static_file, view_units
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.encode.chunks import encode_chunk
 from attnscope.encode.comparison import ComparisonChunks
@@ -82,7 +84,8 @@ def page_html(
     if encode is encode_chunk:  # a widget ranked by a scan adds its statistics (scan=)
         encode = getattr(trace_or_widget, "_page_encode", encode_chunk)
     css = static_file("widget.css").read_text(encoding="utf-8")
-    script = static_file("standalone.js").read_text(encoding="utf-8")
+    script = static_file("page_loader.js").read_text(encoding="utf-8")
+    code = packed_code(code_texts("page", view_units(shown, comparison=compared is not None)))
     own = getattr(trace_or_widget, "_page_keys", None)  # a widget's segments= chunks
     first = own(shown) if own is not None and keys is None and compared is None else []
     chunks, notes = embed_chunks(
@@ -115,6 +118,8 @@ def page_html(
         f"{_json_for_script({**state, '_meta': meta})}</script>\n"
         '<script type="application/json" id="attnscope-chunks">'
         f"{_json_for_script(chunks)}</script>\n"
+        '<script type="application/json" id="attnscope-code">'
+        f"{_json_for_script(code)}</script>\n"
         f"<script>\n{_js_for_script(script)}\n</script>\n</body>\n</html>\n"
     )
 

@@ -1,0 +1,2 @@
+// The model view as a unit of its own (js/view_units.ts): the module the loader imports when the view is first shown.
+export { renderModelView as default } from "./model";
