@@ -74,15 +74,32 @@ def test_head_detector_equals_transformer_lens_detect_head(make: Any, architectu
                 got = attnscope.head_detector(
                     trace, kind.replace("_", "-"), error_measure=measure, **options
                 )
-                np.testing.assert_allclose(
-                    got["score"].to_numpy().reshape(shape), expected.numpy(), rtol=0, atol=1e-6,
-                    err_msg=f"{kind} {options} {measure}",
-                )  # fmt: skip
+                scores = got["score"].to_numpy().reshape(shape)
+                apart = np.abs(scores - expected.numpy()) > 1e-6
+                if measure == "abs":
+                    # Both round the error to 3 decimals; float32 (theirs) and float64 (ours)
+                    # may round an error within ~1e-7 of x.xxx5 apart, by one step.
+                    apart &= ~on_a_rounding_edge(trace, kind, options)
+                assert not apart.any(), f"{kind} {options} {measure}: {scores} vs {expected}"
         # A list of prompts: detect_head's mean over them, from the model directly.
         both = detect_head(tl_model, ["a", "b"], f"{kind}_head")
         ours = attnscope.head_detector(model, kind, [IDS, OTHER])
         np.testing.assert_allclose(ours["score"].to_numpy().reshape(shape), both.numpy(), atol=1e-6)
         assert ours.attrs["inputs"] == 2
+
+
+def on_a_rounding_edge(trace: attnscope.AttentionTrace, kind: str, options: dict[str, bool]) -> Any:
+    """Where the unrounded "abs" error lies within 1e-6 of a 3-decimal rounding edge."""
+    from attnscope.analysis.head_detector import detection_pattern
+
+    n = len(trace.tokens)
+    diff = np.abs(trace.attention.astype(np.float64) - detection_pattern(kind, IDS))
+    if options["exclude_bos"]:
+        diff[..., 0] = 0.0
+    if options["exclude_current_token"]:
+        diff[..., np.eye(n, dtype=bool)] = 0.0
+    raw = diff.sum(axis=(-2, -1)) / n
+    return np.abs((raw * 1000) % 1 - 0.5) < 1e-3
 
 
 def test_same_patterns_as_transformer_lens_on_minilm(minilm: tuple[Any, Any]) -> None:
