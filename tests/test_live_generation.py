@@ -58,6 +58,22 @@ def test_each_step_is_drawn_and_the_final_widget_is_the_plain_capture(family: st
         )
 
 
+def test_no_progress_bars_from_the_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from attnscope import _progress
+
+    model, tok = causal_lm("gpt2")
+    written = io.StringIO()
+    monkeypatch.setattr(_progress, "FILE", written)
+    monkeypatch.setattr(_progress, "DELAY", 0.0)  # a bar would show at once
+    attnscope.show_generation(model, PROMPT, 2, tokenizer=tok, display=False, background=False)
+    assert written.getvalue() == ""
+    assert not _progress.QUIET.get()  # the caller's context is as it was
+    attnscope.capture(model, PROMPT, tokenizer=tok)
+    assert "attnscope capture" in written.getvalue()  # outside, bars show as before
+
+
 def test_the_stop_button_ends_the_generation_with_the_tokens_so_far() -> None:
     model, tok = causal_lm("llama")
 

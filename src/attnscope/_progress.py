@@ -8,6 +8,7 @@ notebook cell keeps only its real output.
 from __future__ import annotations
 
 import time
+from contextvars import ContextVar
 from typing import IO, Any
 
 DELAY = 2.0
@@ -15,6 +16,9 @@ DELAY = 2.0
 
 FILE: IO[str] | None = None
 """Where bars are written (None: tqdm's default, stderr or the notebook widget)."""
+
+QUIET: ContextVar[bool] = ContextVar("attnscope_quiet_progress", default=False)
+"""True where work reports its progress itself (a live generation's status line): no bars."""
 
 
 def progress(total: int, description: str, unit: str = "it") -> Any:
@@ -42,6 +46,8 @@ def progress(total: int, description: str, unit: str = "it") -> Any:
         "file": FILE,
         "dynamic_ncols": True,
     }
+    if QUIET.get():
+        return _text_bar()(**options, disable=True)
     if FILE is None and _in_notebook_kernel():
         return _cell_bar()(**options)
     return _text_bar()(**options)

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from attnscope._progress import QUIET
 from attnscope.display.widget import AttentionWidget
 from attnscope.encode.selection import WIDGET_OPTIONS, ViewName
 from attnscope.errors import AttnscopeError, AttnscopeTypeError
@@ -139,6 +140,7 @@ class LiveGeneration:
         from attnscope.sources import capture
         from attnscope.sources.hf.generate import LIVE_GENERATE
 
+        quiet = QUIET.set(True)  # the captures here report in the status line, not in bars
         watchers = {
             "streamer": _Streamer(self._draw_step),
             "stopping_criteria": StoppingCriteriaList([_StopWhenAsked(self._stop)]),
@@ -164,6 +166,7 @@ class LiveGeneration:
             self.status.value = f"failed: {err}"
         finally:
             LIVE_GENERATE.reset(token)
+            QUIET.reset(quiet)
             self.stop_button.disabled = True
             self._done.set()
 
