@@ -90,3 +90,38 @@ def test_the_analysis_chunks_read_each_layer_once_a_block_at_a_time(
     rollout(trace)
     assert len(sizes) == 3 * stream.num_layers * per_layer
     assert max(sizes) <= block
+
+
+def test_a_long_page_s_mean_chunks_come_from_the_stats_pass_without_a_second_reading(
+    minilm: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past MEANS_KEPT_BYTES (a long input) the means are not kept; without a rollout
+    # pseudo-head the stats pass encodes each layer's pseudo: chunk from its mean instead.
+    from attnscope.encode import analysis_chunks
+
+    monkeypatch.setattr(analysis_chunks, "pseudo_heads", lambda stream: ["mean"])
+    alone = capture(minilm)
+    expected = [
+        encode_chunk(alone, parse_key(f"pseudo:self:{p}", alone))
+        for p in range(alone.stream.num_layers)
+    ]
+    trace = capture(minilm)
+    monkeypatch.setattr(analysis_chunks, "MEANS_KEPT_BYTES", 0)
+    encode_chunk(trace, parse_key("stats:self", trace))
+    calls: list[int] = []
+    compute = AttentionStream.attention_rows
+
+    def watched(self: AttentionStream, position: int, head: int, rows: Any) -> torch.Tensor:
+        calls.append(position)
+        return compute(self, position, head, rows)
+
+    monkeypatch.setattr(AttentionStream, "attention_rows", watched)
+    for position, chunk in enumerate(expected):
+        found = encode_chunk(trace, parse_key(f"pseudo:self:{position}", trace))
+        assert [name for name, _ in found] == [name for name, _ in chunk]
+        for (name, array), (_, want) in zip(found, chunk, strict=True):
+            if name == "weight":
+                assert np.abs(array.astype(int) - want.astype(int)).max() <= 1, name
+            elif name == "rowmax":
+                np.testing.assert_allclose(array, want, rtol=1e-6)
+    assert calls == []  # no weight read again

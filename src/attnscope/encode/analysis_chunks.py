@@ -208,6 +208,9 @@ class _Kept:
     """Head mean by layer position, from the ``stats:`` chunk; a ``pseudo:`` chunk takes its own."""
     products: dict[int, Tensor] = field(default_factory=dict)
     """Rollout product through each layer position, oldest first, within ROLLOUT_KEPT_BYTES."""
+    pseudo: dict[tuple[int, int], list[NamedArray]] = field(default_factory=dict)
+    """The ``pseudo:`` chunk by (layer position, keys per row), encoded by the ``stats:``
+    chunk from its head mean when the means are too large to keep (a few MB, not 0.8 GB)."""
 
     def keep_product(self, position: int, product: Tensor) -> None:
         self.products[position] = product
@@ -231,12 +234,15 @@ def _nbytes(tensor: Tensor) -> int:
     return tensor.numel() * tensor.element_size()
 
 
-def stats_arrays(trace: AttentionTrace, stream: str) -> list[NamedArray]:
+def stats_arrays(trace: AttentionTrace, stream: str, top_k: int | None = None) -> list[NamedArray]:
     """The ``stats:<stream>`` chunk: one f32 ``(layers, heads)`` array per statistic.
 
     Each layer is read once (:func:`attnscope.analysis.layer_scan.scan_layer`);
     its head mean is kept for the ``pseudo:`` chunks when every layer's fits
-    in :data:`MEANS_KEPT_BYTES`.
+    in :data:`MEANS_KEPT_BYTES`. Otherwise, given the ``pseudo:`` chunks'
+    ``top_k`` and no rollout pseudo-head (which needs the means), each layer's
+    ``pseudo:`` chunk is encoded now from the mean in hand and kept: a long
+    page's mean chunks then cost no second reading of every weight.
 
     Examples
     --------
@@ -257,6 +263,8 @@ def stats_arrays(trace: AttentionTrace, stream: str) -> list[NamedArray]:
         per_layer.append(scan.statistics)
         if keep:
             kept.means[position] = scan.mean
+        elif top_k is not None and "rollout" not in pseudo_heads(chosen):
+            kept.pseudo[(position, top_k)] = _mean_chunk(scan.mean.numpy()[None], top_k)
     table = stack_layers(per_layer)
     return [(name, table[name].astype(np.float32)) for name in STATISTICS]
 
@@ -311,8 +319,15 @@ def pseudo_arrays(stream: AttentionStream, position: int, top_k: int) -> list[Na
     >>> [(n, a.shape) for n, a in pseudo_arrays(s, 0, top_k=2)]
     [('weight', (2, 2, 2)), ('rowmax', (2, 2))]
     """
-    weights = pseudo_weights(stream, position)
-    if top_k >= stream.k_len:
+    encoded = _kept(stream).pseudo.pop((position, top_k), None)
+    if encoded is not None:
+        return encoded
+    return _mean_chunk(pseudo_weights(stream, position), top_k)
+
+
+def _mean_chunk(weights: F32Array, top_k: int) -> list[NamedArray]:
+    """Pseudo-heads' ``(p, q_len, k_len)`` weights as a ``pseudo:`` chunk, ``top_k`` keys a row."""
+    if top_k >= weights.shape[-1]:
         weight, rowmax = quantize_rows(weights)
         return [("weight", weight), ("rowmax", rowmax)]
     index, weight, rowmax = top_keys(weights, top_k)

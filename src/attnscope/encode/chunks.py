@@ -184,7 +184,7 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
         shape = thumb_shape(stream, first)
         return [("thumbs", any_thumbnails(stream, *shape, first_row=first))]
     if key.kind == "stats":
-        return stats_arrays(trace, key.stream)
+        return stats_arrays(trace, key.stream, stream_top_k(stream))
     if key.kind == "pixels":
         return pixels_arrays(trace)
     assert key.layer is not None
