@@ -6,7 +6,8 @@ buffers arrive as ``Uint8Array``; each output is its own iframe; a reopened
 notebook shows no widget until its cell runs again. The simulation:
 
 - a notebook page at a fake 127.0.0.1 origin with one iframe per output,
-  each importing the real ``static/widget.js`` and mounting it on a small
+  each importing the widget's real ``_esm`` (``static/loader.js``, which
+  imports the modules of the widget's ``_bundle``) and mounting it on a small
   model built from the widget's JSON state alone;
 - ``send`` goes to the real :class:`AttentionWidget` in this process
   (``answer``), whose replies come back as ``Uint8Array`` buffers;
@@ -39,7 +40,7 @@ NOTEBOOK = """<!doctype html><html><body>
 <iframe id="out0" src="output.html?i=0" style="width:1000px;height:420px"></iframe>
 <iframe id="out1" src="output.html?i=1" style="width:1000px;height:420px"></iframe>
 </body></html>"""
-# One output frame: Colab-like glue that mounts the real bundle on a JSON-state model.
+# One output frame: Colab-like glue that mounts the real _esm on a JSON-state model.
 OUTPUT = """<!doctype html><html><head><link rel="stylesheet" href="widget.css"></head>
 <body><div id="el"></div><script type="module">
 const i = Number(new URLSearchParams(location.search).get("i"));
@@ -67,7 +68,8 @@ const model = {
     });
   },
 };
-const { default: widget } = await import("./widget.js");
+const { default: widget } = await import("./loader.js");
+widget.initialize({ model });
 widget.render({ model, el: document.getElementById("el") });
 </script></body></html>"""
 
@@ -93,7 +95,7 @@ def notebook_files(notebook: str, states: list[dict[str, Any]]) -> dict[str, tup
     files = {
         "notebook.html": (notebook, "text/html"),
         "output.html": (OUTPUT, "text/html"),
-        "widget.js": (static_file("widget.js").read_text(), "text/javascript"),
+        "loader.js": (static_file("loader.js").read_text(), "text/javascript"),
         "widget.css": (static_file("widget.css").read_text(), "text/css"),
     }
     for i, state in enumerate(states):
