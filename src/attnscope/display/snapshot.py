@@ -24,7 +24,10 @@ if TYPE_CHECKING:
     from attnscope.display.shown import ShownWidget
 
 SNAPSHOT_BYTES = 2_000_000
-"""Most bytes of attention data (base64 text) one snapshot embeds; the JS and CSS add ~55 kB."""
+"""Most bytes of attention data (base64 text) one snapshot embeds.
+
+The code of the one view it shows and the CSS add 57-75 kB (``display/page.py``).
+"""
 
 SMALL_SNAPSHOT_BYTES = 150_000
 """The data cap of ``set_snapshots("small")``: the current view's first screen, roughly."""
