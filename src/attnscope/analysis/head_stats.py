@@ -64,6 +64,10 @@ def head_stats(trace: AttentionTrace, *, stream: str | None = None) -> pd.DataFr
         - ``confidence``: mean over non-special queries of the row maximum
           (Voita et al. 2019).
         - ``sink``: ``α₁``, the mean over queries of ``A[i, 0]`` (Gu et al. 2024).
+        - ``sink_value`` (only when the trace holds value norms:
+          ``capture(..., value_norms=True)``): the same share read off value-weighted
+          rows, ``α_i0 ‖f(x_0)‖ / Σ_j α_ij ‖f(x_j)‖`` (Kobayashi et al. 2020), so a
+          sink whose value carries little scores low here.
         - ``induction``, ``duplicate``: TransformerLens's ``detect_head`` "mul"
           scores on *this* input, ``(A ⊙ P).sum() / A.sum()`` (equal to
           :func:`attnscope.head_detector`'s with no exclusions); NaN when the
@@ -100,6 +104,13 @@ def head_stats(trace: AttentionTrace, *, stream: str | None = None) -> pd.DataFr
     heads = np.tile(np.arange(chosen.num_heads, dtype=np.int64), chosen.num_layers)
     columns: dict[str, np.ndarray] = {"layer": layers, "head": heads}  # type: ignore[type-arg]
     columns |= {name: table[name].reshape(-1) for name in STATISTICS}
+    if chosen.value_norms is not None:  # issue 36: beside sink, in order
+        from attnscope.analysis.value_weighted import sink_value
+
+        after = list(columns).index("sink") + 1
+        items = list(columns.items())
+        items.insert(after, ("sink_value", sink_value(chosen).reshape(-1)))
+        columns = dict(items)
     frame: pd.DataFrame = pandas.DataFrame(columns)  # type: ignore[attr-defined]
     frame.attrs["stream"] = chosen.name
     return frame

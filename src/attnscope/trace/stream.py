@@ -48,6 +48,7 @@ ARRAY_FIELDS = (
     "sinks",
     "reference",
     "reference_rows",
+    "value_norms",
 )
 """The array-valued fields of a stream, in the order a trace file stores them."""
 
@@ -119,6 +120,10 @@ class AttentionStream:
     device
         Where rows are recomputed (``"cpu"``, ``"cuda"``); capture sets the
         model's device.
+    value_norms
+        float32 ``(layers, heads, k_len)``: ``‖f_h(x_j)‖ = ‖(x_j W_V + b_V) W_O^h‖``, the
+        size of what head ``h`` would write from key ``j`` at full weight (Kobayashi et al.
+        2020); ``capture(..., value_norms=True)`` records it. None when not recorded.
 
     Examples
     --------
@@ -152,6 +157,7 @@ class AttentionStream:
         reference: Any = None,
         reference_rows: Any = None,
         device: str = "cpu",
+        value_norms: Any = None,
     ) -> None:
         self.name = name
         self.device = device
@@ -228,6 +234,31 @@ class AttentionStream:
                     f"expected ({num_layers}, {num_heads}, rows, {k_len}) with rows < {q_len}."
                 )
             self.reference, self.reference_rows = ref, rows
+        self.value_norms: FloatArray | None = None
+        if value_norms is not None:
+            self.set_value_norms(value_norms)
+
+    def set_value_norms(self, value_norms: Any) -> None:
+        """Attach ``‖f_h(x_j)‖`` per (layer, head, key), checked: finite, >= 0, of this shape.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> s = AttentionStream(np.full((1, 2, 2, 2), 0.5, np.float32))
+        >>> s.set_value_norms(np.ones((1, 2, 2), np.float32))
+        >>> s.value_norms.shape
+        (1, 2, 2)
+        """
+        norms = as_float32(value_norms, "value_norms")
+        expected = (self.num_layers, self.num_heads, self.k_len)
+        if norms.shape != expected:
+            raise AttnscopeError(
+                f"{self.name}: value_norms has shape {norms.shape}; expected {expected} "
+                "(layers, heads, keys)."
+            )
+        if (norms < 0).any():
+            raise AttnscopeError(f"{self.name}: value_norms holds negative norms.")
+        self.value_norms = norms
 
     def _set_qk(self, queries: Any, keys: Any, scaling: Any) -> None:
         name = self.name
@@ -529,7 +560,10 @@ class AttentionStream:
         (6, 4)
         """
         fields = self._fields()
-        per_layer = ("attention", "queries", "keys", "scaling", "softcap", "sinks", "reference")
+        per_layer = (
+            *("attention", "queries", "keys", "scaling", "softcap", "sinks", "reference"),
+            "value_norms",
+        )
         for name in (*per_layer, "bias", "mask", "key_spans"):
             value = fields[name]
             if value is not None and (name in per_layer or value.shape[0] > 1):

@@ -53,6 +53,8 @@ from attnscope.sources.hf.seq2seq import encode_target
 from attnscope.sources.hf.streams import build_streams, check_error, tolerance
 from attnscope.sources.hf.token_ids import encode_ids, is_token_ids, read_token_ids
 from attnscope.sources.hf.tokenize import Encoded, encode_text
+from attnscope.sources.hf.value_norms import recording as value_recording
+from attnscope.sources.hf.value_norms import value_paths
 from attnscope.sources.hf.vision import encode_image, is_vision_model
 from attnscope.sources.hf.vlm import encode_prompt_with_images
 from attnscope.sources.hf.wrappers import unwrap_model
@@ -284,6 +286,7 @@ def capture(
     seed: int | None = None,
     images: Any = None,
     processor: Any = None,
+    value_norms: bool = False,
     **generate_kwargs: Any,
 ) -> AttentionTrace:
     """Run ``model`` on ``text`` once and return its attention as an :class:`AttentionTrace`.
@@ -349,6 +352,12 @@ def capture(
     processor
         The model's processor for ``images``; None loads it from the model's
         ``name_or_path``. Given without images, its tokenizer tokenizes ``text``.
+    value_norms
+        Also record, per layer, head and key, ``‖f_h(x_j)‖ = ‖(x_j W_V + b_V) W_O^h‖``
+        (Kobayashi et al. 2020: the size of what the head writes from key j at full
+        weight; ``heads x tokens`` floats per layer) in ``trace.stream.value_norms``;
+        :func:`attnscope.head_stats` then adds ``sink_value``. GPT-2, Llama-like and
+        BERT-family layers; others are refused before the model runs.
     **generate_kwargs
         With ``max_new_tokens``: settings for ``model.generate``
         (``do_sample``, ``temperature``, ``top_k``, ``num_beams`` ...).
@@ -424,6 +433,7 @@ def capture(
                 "for their text."
             )
     preflight(model, source.inputs, source.tokens.raw)
+    paths = value_paths(model) if value_norms else None  # issue 36: refused before any forward
     route = _route(model)
     notes: list[str] = list(image_notes)
     if source.untruncated > source.length:
@@ -434,7 +444,7 @@ def capture(
     generation: dict[str, Any] | None = None
     # no_grad, not inference_mode: accelerate's offload hooks write the weights they load
     # into the model's own parameters, which inference tensors would spoil for later calls.
-    with preserved(model), torch.no_grad():
+    with preserved(model), torch.no_grad(), value_recording(model, chosen, paths) as values:
         model.eval()
         if plan is not None:  # generation (issue 15): prompt + generated ids become the input
             source, generation = generate_continuation(model, tokenizer, source, plan)
@@ -444,6 +454,7 @@ def capture(
                 notes.append("target generated greedily by the model.")
         inputs = {**source.inputs, **(target_enc.inputs if target_enc else {})}
         forward = _forward_inputs(model, inputs)
+        values.expect(forward)  # issue 36 (records only with value_norms=True)
         with layer_progress(model, count):
             route, calls = _run_route(model, route, forward, chosen, notes)
         sides = {"source": source, "target": target_enc or source}
@@ -461,6 +472,8 @@ def capture(
                 route, calls = _run_route(model, "attention-only", forward, chosen, notes)
             streams = _streams(model, calls, sides, route, notes)
         notes += _dtype_note(model, streams)
+        if paths is not None:
+            values.attach(streams[0], source.trim)
     trace = AttentionTrace.from_streams(
         source.kept_tokens(),
         streams,
