@@ -150,3 +150,27 @@ def test_refused_before_any_forward() -> None:
         stream.set_value_norms(np.ones((1, 2, 1), np.float32))
     with pytest.raises(AttnscopeError, match="negative"):
         stream.set_value_norms(-np.ones((1, 1, 1), np.float32))
+
+
+def test_vnorm_chunk_gives_the_views_value_weighted_rows() -> None:
+    from attnscope.encode.chunks import encode_chunk, parse_key
+    from attnscope.encode.meta import build_meta
+
+    tokenizer = unigram_tokenizer()
+    model = tiny_model("llama", len(tokenizer))
+    trace = attnscope.capture(model, TEXT, tokenizer=tokenizer, value_norms=True)
+    assert build_meta(trace)["streams"]["self"]["has_value_norms"] is True
+    arrays = dict(encode_chunk(trace, parse_key("vnorm:self:1", trace)))
+    stream = trace.stream
+    np.testing.assert_array_equal(arrays["norm"], stream.value_norms[1])
+    alpha = stream.layer_attention(1)
+    np.testing.assert_allclose(
+        arrays["rowsum"], (alpha * stream.value_norms[1][:, None, :]).sum(-1), rtol=1e-5
+    )
+    drawn = alpha[2] * arrays["norm"][2] / arrays["rowsum"][2][:, None]
+    expected = value_weighted_rows(stream, 1, 2, slice(0, stream.q_len)).numpy()
+    np.testing.assert_allclose(drawn, expected, rtol=1e-5, atol=1e-7)
+    plain = attnscope.capture(model, TEXT, tokenizer=tokenizer)
+    assert "has_value_norms" not in build_meta(plain)["streams"]["self"]
+    with pytest.raises(AttnscopeError, match="value_norms=True"):
+        parse_key("vnorm:self:1", plain)

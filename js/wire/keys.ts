@@ -44,8 +44,11 @@ export const pixelsKey = (stream: string): string => `pixels:${stream}`;
 /** One layer's segment × segment mass of every head (head view's segments mode; `_meta.segments`). */
 export const segmentsKey = (stream: string, layer: number): string => `segments:${stream}:${layer}`;
 
+/** One layer's value norms `‖f_h(x_j)‖` and value-weighted row sums (`_meta.streams[s].has_value_norms`). */
+export const valueNormsKey = (stream: string, layer: number): string => `vnorm:${stream}:${layer}`;
+
 /** Parts of each kind's key, kind included; a kind in `ROW_KINDS` may have one more (a first row, or pseudo's query). */
-const PARTS: Record<string, number> = { thumbs: 2, top: 3, attn: 4, qk: 4, stats: 2, pseudo: 3, tile: 7, image: 3, pixels: 2, segments: 3 };
+const PARTS: Record<string, number> = { thumbs: 2, top: 3, attn: 4, qk: 4, stats: 2, pseudo: 3, tile: 7, image: 3, pixels: 2, segments: 3, vnorm: 3 };
 const ROW_KINDS: readonly string[] = ["thumbs", "top", "pseudo"];
 
 /** Every chunk kind, in protocol order (encode/keys.py `KINDS`). */

@@ -46,6 +46,8 @@ export interface StreamMeta {
   qk_missing?: number[][];
   /** The live head view offers the rollout of its locked query (`pseudo:<s>:<l>:<query>`): long self-attention. */
   rollout_query?: boolean;
+  /** The trace holds value norms (`capture(..., value_norms=True)`): `vnorm:<s>:<l>` chunks answer. */
+  has_value_norms?: boolean;
 }
 
 /** One head statistic of the `stats:` chunk (attnscope.analysis.STATISTICS). */

@@ -58,6 +58,7 @@ from attnscope.encode.keys import (
 from attnscope.encode.meta import generation_meta, stream_top_block, stream_top_k, thumb_shape
 from attnscope.encode.selection import VIEWS, ViewName, check_views
 from attnscope.encode.tiles import check_tile, tile_arrays
+from attnscope.encode.value_chunks import value_norm_arrays
 from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
@@ -99,6 +100,11 @@ def parse_key(key: object, trace: AttentionTrace) -> ChunkKey:
         _check_query_rollout(parsed, stream)
     if parsed.kind in ANALYSIS_KINDS and parsed.first_row is None and not analysable(stream):
         raise AttnscopeError(unanalysable_reason(stream))
+    if parsed.kind == "vnorm" and stream.value_norms is None:
+        raise AttnscopeError(
+            f"stream {name!r} holds no value norms, so it has no vnorm chunks; capture with "
+            "attnscope.capture(model, text, value_norms=True)."
+        )
     if parsed.kind == "qk" and not stream.has_qk:
         raise AttnscopeError(
             f"stream {name!r} recorded no query/key vectors, so it has no qk chunks."
@@ -198,6 +204,8 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
         return top_arrays(stream, key.layer, key.first_row)
     if key.kind == "image":
         return image_arrays(trace, stream, key.layer)
+    if key.kind == "vnorm":
+        return value_norm_arrays(stream, key.layer)
     assert key.head is not None
     if key.kind == "attn":
         weight, rowmax = stream_quantized(stream, key.layer, [key.head])

@@ -7,7 +7,8 @@ A key names one chunk of a trace (``docs/protocol.md``, "Chunks"):
 (or ``pseudo:<stream>:<layer>:<query>``) and
 ``tile:<stream>:<layer>:<head|mean>:<level>:<row>:<col>``, and the image view's
 ``image:<stream>:<layer>`` and ``pixels:<stream>``, and a segmented widget's
-``segments:<stream>:<layer>``; a comparison puts its
+``segments:<stream>:<layer>``, and the value norms of a trace captured with
+``value_norms=True``, ``vnorm:<stream>:<layer>``; a comparison puts its
 side before any of them (``a/``, ``b/``, ``diff/``). This module only knows the
 shape of a key; whether a trace has the chunk is :func:`attnscope.encode.chunks.parse_key`'s
 question. Everything else builds keys with :class:`ChunkKey` or the functions
@@ -22,7 +23,7 @@ from typing import Literal, get_args
 from attnscope.errors import AttnscopeError
 
 ChunkKind = Literal[
-    "thumbs", "top", "attn", "qk", "stats", "pseudo", "tile", "image", "pixels", "segments"
+    "thumbs", "top", "attn", "qk", "stats", "pseudo", "tile", "image", "pixels", "segments", "vnorm"
 ]
 
 KINDS: tuple[ChunkKind, ...] = get_args(ChunkKind)
@@ -42,6 +43,7 @@ SHAPES: dict[ChunkKind, str] = {
     "image": "image:<stream>:<layer>",
     "pixels": "pixels:<stream>",
     "segments": "segments:<stream>:<layer>",
+    "vnorm": "vnorm:<stream>:<layer>",
 }
 """How each kind's keys are written, for error messages."""
 
@@ -56,6 +58,7 @@ _PARTS: dict[ChunkKind, int] = {
     "image": 3,
     "pixels": 2,
     "segments": 3,
+    "vnorm": 3,
 }
 _ROW_KINDS = ("thumbs", "top", "pseudo")  # one more part: a first row (pseudo: a query)
 
@@ -291,3 +294,14 @@ def segments_key(stream: str, layer: int) -> str:
     'segments:self:2'
     """
     return ChunkKey("segments", stream, layer).key
+
+
+def value_norms_key(stream: str, layer: int) -> str:
+    """One layer's value norms and value-weighted row sums (the views' value-norm weighting).
+
+    Examples
+    --------
+    >>> value_norms_key("self", 2)
+    'vnorm:self:2'
+    """
+    return ChunkKey("vnorm", stream, layer).key

@@ -306,6 +306,8 @@ def _stream_meta(name: str, stream: AttentionStream, *, embedded: bool) -> Strea
     if not embedded and offers_query_rollout(stream):
         # The live head view: the rollout of its locked query (one pseudo: row), long inputs.
         described["rollout_query"] = True
+    if stream.value_norms is not None:  # issue 36: vnorm: chunks answer
+        described["has_value_norms"] = True
     return described
 
 

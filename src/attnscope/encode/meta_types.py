@@ -59,6 +59,8 @@ class StreamMeta(TypedDict):
     """An exported page that left some heads' q and k out: per layer position, those heads."""
     rollout_query: NotRequired[bool]
     """The live head view offers the rollout of its locked query (long self-attention)."""
+    has_value_norms: NotRequired[bool]
+    """The trace holds value norms (``capture(..., value_norms=True)``): ``vnorm:`` chunks."""
 
 
 class StatisticMeta(TypedDict):
