@@ -92,10 +92,12 @@ def test_half_capture_equals_eager_and_keeps_the_fast_path(
     full_rows: list[int] = []
     blocks = recorder.eager_in_blocks
 
-    def counted(eager: Any, call: Any, args: Any, kwargs: Any, rows: Any = None) -> Any:
+    def counted(
+        eager: Any, call: Any, args: Any, kwargs: Any, rows: Any = None, **rule: Any
+    ) -> Any:
         if rows is None:  # a call's whole output from eager, not reference rows
             full_rows.append(call[1].shape[-2])
-        return blocks(eager, call, args, kwargs, rows)
+        return blocks(eager, call, args, kwargs, rows, **rule)
 
     monkeypatch.setattr(recorder, "eager_in_blocks", counted)
     trace = _capture(model, tokenizer, family)

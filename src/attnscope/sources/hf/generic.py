@@ -44,7 +44,12 @@ Label = tuple[str, int]
 
 @contextmanager
 def registered(recorder: Recorder) -> Iterator[str]:
-    """Register ``recorder`` (and the eager mask) under a fresh name; unregister on exit.
+    """Register ``recorder`` (and its mask function) under a fresh name; unregister on exit.
+
+    A probe recorder (``weights=True``) gets every mask as a tensor
+    (:func:`dense_mask`), so it can tell which calls are plainly causal; a
+    recording one gets :func:`boolean_mask`, which leaves a plainly causal
+    mask out as transformers does for sdpa.
 
     Examples
     --------
@@ -57,7 +62,7 @@ def registered(recorder: Recorder) -> Iterator[str]:
 
     name = f"attnscope_{next(_names)}"
     AttentionInterface.register(name, recorder)
-    AttentionMaskInterface.register(name, boolean_mask)
+    AttentionMaskInterface.register(name, dense_mask if recorder.weights else boolean_mask)
     try:
         yield name
     finally:
@@ -66,16 +71,36 @@ def registered(recorder: Recorder) -> Iterator[str]:
 
 
 def boolean_mask(**kwargs: Any) -> Any:
-    """The mask eager attention is built from, before its float conversion: True = attend.
+    """The mask sdpa gets: None for a plainly causal one (a rule), else booleans (True = attend).
 
-    transformers' eager mask is this boolean mask turned into a float one (0 or
-    the dtype's minimum): at 32768 tokens 4.3 GB instead of 1.1 GB. The
-    recorder hands sdpa the boolean mask (or ``is_causal``) and makes a float
-    one only for the calls that run eager (:func:`~attnscope.sources.hf.recorder.additive`).
+    transformers' eager mask is the boolean mask turned into a float one (0 or
+    the dtype's minimum): at 32768 tokens 4.3 GB instead of 1.1 GB; the
+    boolean one alone is 16 GiB at 131072 tokens. So a mask transformers may
+    skip for sdpa (causal, no padding, no window that bites) is skipped
+    here too, and the recorder, told by the probe which calls are causal,
+    computes them with ``is_causal`` or a causal mask made a block of query
+    rows at a time (:func:`~attnscope.sources.hf.recorder.eager_in_blocks`).
 
     Examples
     --------
-    >>> boolean_mask(batch_size=1, cache_position=None, q_length=2, kv_length=2).tolist()
+    >>> print(boolean_mask(batch_size=1, cache_position=None, q_length=2, kv_length=2))
+    None
+    """
+    from transformers.masking_utils import sdpa_mask
+
+    kwargs.pop("dtype", None)
+    return sdpa_mask(**kwargs)
+
+
+def dense_mask(**kwargs: Any) -> Any:
+    """The mask eager attention is built from, as a boolean tensor (True = attend), never None.
+
+    Used on the short probe only (eight tokens), where it tells which calls
+    are plainly causal.
+
+    Examples
+    --------
+    >>> dense_mask(batch_size=1, cache_position=None, q_length=2, kv_length=2).tolist()
     [[[[True, False], [True, True]]]]
     """
     from transformers.masking_utils import sdpa_mask
@@ -206,7 +231,8 @@ def capture_generic(
     keep = frozenset(
         i for i, lab in enumerate(labels) if lab and (wanted is None or lab[1] in wanted)
     )
-    recorder = Recorder(keep, original, fast=_fast_function(model))
+    causal = frozenset(i for i, call in enumerate(probe.calls) if call.causal)
+    recorder = Recorder(keep, original, fast=_fast_function(model), causal_calls=causal)
     # Layers outside AttentionInterface only hand their weights back in the outputs.
     extra = {"output_attentions": True} if _unrecorded(probed, probe.calls) else {}
     outputs = _run(model, inputs, recorder, **extra)

@@ -219,6 +219,8 @@ def eager_in_blocks(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     rows: torch.Tensor | None = None,
+    *,
+    causal: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Eager attention of ``call`` = (module, query, key, value, mask), a block of rows at a time.
 
@@ -226,9 +228,11 @@ def eager_in_blocks(
     in ``rows``), with the mask's and every attention-shaped argument's rows
     cut alike, so its scores hold at most :data:`EAGER_BLOCK_VALUES` values
     (one query row when a row alone holds more); the float mask eager adds is
-    made per block from the boolean one. Rows of a softmax do not depend on
-    each other, so the blocks joined are the call's output, and its weights
-    (None when eager gave none).
+    made per block from the boolean one. With ``causal`` (the mask was left
+    out as a rule, and ``mask`` is None) each block's causal mask is made
+    from its query positions. Rows of a softmax do not depend on each other,
+    so the blocks joined are the call's output, and its weights (None when
+    eager gave none).
 
     Examples
     --------
@@ -242,6 +246,10 @@ def eager_in_blocks(
     ...                                  {"scaling": 0.5})
     >>> torch.allclose(whole, parts), weights.shape
     (True, torch.Size([1, 2, 5, 5]))
+    >>> ruled, _ = eager_in_blocks(eager_attention_forward, (module, q, q, q, None), (),
+    ...                            {"scaling": 0.5}, causal=True)
+    >>> torch.allclose(whole, ruled)
+    True
     """
     module, query, key, value, mask = call
     heads, q_len, k_len = query.shape[1], query.shape[-2], key.shape[-2]
@@ -260,6 +268,8 @@ def eager_in_blocks(
             )
             block_mask = _rows_of(mask, part, q_len)
             sliced = {k: _rows_of(v, part, q_len) for k, v in kwargs.items()}
+        if causal and mask is None:
+            block_mask = causal_block(part, k_len, query.device)
         out, weight = eager(
             module, block_query, key, value, additive(block_mask, query.dtype), *args, **sliced
         )
@@ -272,6 +282,26 @@ def eager_in_blocks(
     # eager returns (batch, q, heads, d); the query axis is the one the blocks cut
     axis = 1 if outs[0].shape[1] == min(step, count) else 2
     return torch.cat(outs, dim=axis), joined
+
+
+def causal_block(
+    rows: torch.Tensor | slice, k_len: int, device: torch.device | None = None
+) -> torch.Tensor:
+    """The boolean causal mask (True = attend) of query ``rows``: ``(1, 1, rows, k_len)``.
+
+    Built for one block of rows at a time, so a causal rule never becomes N².
+
+    Examples
+    --------
+    >>> causal_block(slice(1, 3), 3).int().tolist()
+    [[[[1, 1, 0], [1, 1, 1]]]]
+    """
+    if isinstance(rows, slice):
+        positions = torch.arange(rows.start or 0, rows.stop, device=device)
+    else:
+        positions = rows.to(device)
+    keys = torch.arange(k_len, device=device)
+    return (keys[None, :] <= positions[:, None])[None, None]
 
 
 def reference_rows(q_len: int) -> list[int]:
@@ -303,7 +333,13 @@ class Recorder:
         Computes the output of recorded calls (sdpa); None runs them eager.
     weights
         Return (and note) the full eager weights of recorded calls, keeping no
-        q/k: the probe pass that labels calls by their weights.
+        q/k: the probe pass that labels calls by their weights. It notes which
+        calls had a plainly causal mask (``AttentionCall.causal``).
+    causal_calls
+        Indices of the calls whose mask is plainly causal (the probe's
+        finding): such a call that receives no mask was given none because
+        transformers left the causal mask out as a rule (sdpa's
+        ``is_causal``), and is computed causal, never with an N² mask.
 
     Examples
     --------
@@ -319,8 +355,10 @@ class Recorder:
         *,
         fast: AttentionFunction | None = None,
         weights: bool = False,
+        causal_calls: frozenset[int] = frozenset(),
     ) -> None:
         self.keep = keep
+        self.causal_calls = causal_calls
         self.fallback = fallback
         self.fast = fast
         self.weights = weights
@@ -367,11 +405,18 @@ class Recorder:
         return self._split[key]
 
     def _run_fast(
-        self, function: AttentionFunction, call: tuple[Any, ...], kwargs: dict[str, Any]
+        self,
+        function: AttentionFunction,
+        call: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        rule: bool = False,
     ) -> torch.Tensor:
-        """Run ``function`` on ``call`` = (module, query, key, value, mask) the sdpa way."""
+        """Run ``function`` on ``call`` = (module, query, key, value, mask) the sdpa way.
+
+        ``rule``: the call is causal by rule (its mask was left out).
+        """
         module, query, key, value, attention_mask = call
-        mask, causal = self._for_sdpa(attention_mask)
+        mask, causal = (None, True) if rule else self._for_sdpa(attention_mask)
         # eager ignores is_causal (the mask says it all), so ours replaces the model's
         rest = {k: v for k, v in kwargs.items() if k != "is_causal"}
         out, _ = function(module, query, key, value, mask, is_causal=causal, **rest)
@@ -391,12 +436,15 @@ class Recorder:
         index = len(self.calls)
         eager = eager_forward_for(module)
         special = kwargs.get("softcap") is not None or kwargs.get("s_aux") is not None or args
+        q_len, k_len = query.shape[-2], key.shape[-2]
+        # transformers left a plainly causal mask out (sdpa's is_causal): a rule, not N² data
+        rule = attention_mask is None and index in self.causal_calls and q_len == k_len > 1
         if self.keep is not None and index not in self.keep:
             self.calls.append(AttentionCall())
             call = (module, query, key, value, attention_mask)
             if self.fallback is not None and not special:
-                return self._run_fast(self.fallback, call, kwargs), None
-            return eager_in_blocks(eager, call, args, kwargs)[0], None
+                return self._run_fast(self.fallback, call, kwargs, rule), None
+            return eager_in_blocks(eager, call, args, kwargs, causal=rule)[0], None
         if self.weights:
             full = additive(attention_mask, query.dtype)
             probed, weights = eager(module, query, key, value, full, *args, **kwargs)
@@ -405,13 +453,19 @@ class Recorder:
                     f"{type(module).__name__}'s eager attention returned no weights; "
                     "attnscope cannot capture this model's attention."
                 )
-            self.calls.append(AttentionCall(weights=weights[0], weights_ptr=weights.data_ptr()))
+            plain = attention_mask is not None and attention_mask.shape[-1] == k_len
+            self.calls.append(
+                AttentionCall(
+                    weights=weights[0],
+                    weights_ptr=weights.data_ptr(),
+                    causal=plain and self._for_sdpa(attention_mask)[1],
+                )
+            )
             return probed, weights
-        q_len = query.shape[-2]
         rows = reference_rows(q_len)
         picked = torch.tensor(rows, device=query.device)
         call = (module, query, key, value, attention_mask)
-        out_rows, reference = eager_in_blocks(eager, call, args, kwargs, picked)
+        out_rows, reference = eager_in_blocks(eager, call, args, kwargs, picked, causal=rule)
         if reference is None:
             raise RuntimeError(
                 f"{type(module).__name__}'s eager attention returned no weights; "
@@ -420,7 +474,7 @@ class Recorder:
         out: torch.Tensor | None = None
         why = ""
         if self.fast is not None and not special:
-            fast_out = self._run_fast(self.fast, call, kwargs)
+            fast_out = self._run_fast(self.fast, call, kwargs, rule)
             # The fast output must be eager's (up to the dtype's rounding) on the rows both
             # computed.
             expected = out_rows.float()
@@ -439,11 +493,11 @@ class Recorder:
                     "eager's attention, which may differ from what the model computes with sdpa."
                 )
         if out is None:
-            out, _ = eager_in_blocks(eager, call, args, kwargs)
+            out, _ = eager_in_blocks(eager, call, args, kwargs, causal=rule)
             why = self.rejected
         # A plain causal mask is kept as a rule (the flag below), never as an N² copy.
-        causal = attention_mask is not None and attention_mask.shape[-1] == key.shape[-2]
-        causal = causal and self._for_sdpa(attention_mask)[1]
+        causal = attention_mask is not None and attention_mask.shape[-1] == k_len
+        causal = rule or (causal and self._for_sdpa(attention_mask)[1])
         blocked, folded = (
             (None, None) if causal else self._split_mask(attention_mask, key.shape[-2])
         )
