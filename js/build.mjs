@@ -4,8 +4,8 @@
 //
 // - code/: the front end split by view (js/view_units.ts): the widget's and the page's entry
 //   modules, one module per view unit, and the code they share; code/manifest.json records each
-//   module's SHA-256 and imports. A page (display/page.py) and a widget's `_bundle` carry only
-//   the modules of the views they show.
+//   module's SHA-256, size and imports. A page (display/page.py) and a widget's `_bundle` carry
+//   only the modules of the views they show, deflate-raw compressed.
 // - loader.js: the anywidget module (`_esm`), page_loader.js: the page's script. Both carry the
 //   manifest and import the modules from their texts after checking them (js/loader/link.ts).
 // - widget.js: the whole front end in one module, for hosts that import a file.
@@ -53,7 +53,7 @@ for (const [path, out] of Object.entries(split.metafile.outputs)) {
   for (const dep of imports) {
     if (!text.includes(`"./${dep}"`)) throw new Error(`${path} imports ${dep} in a form the loader does not rewrite`);
   }
-  files[basename(path)] = { sha256: sha256(text), imports };
+  files[basename(path)] = { sha256: sha256(text), bytes: Buffer.byteLength(text, "utf8"), imports };
 }
 const manifest = {
   digest: sha256(JSON.stringify(files)).slice(0, 16),

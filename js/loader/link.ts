@@ -7,17 +7,19 @@
 export interface CodeManifest {
   /** Digest of the whole build: pages share its modules under it. */
   digest: string;
-  /** Each module file: the SHA-256 (hex) of its text and the files it imports. */
-  files: Record<string, { sha256: string; imports: string[] }>;
+  /** Each module file: the SHA-256 (hex) and UTF-8 size of its text, and the files it imports. */
+  files: Record<string, { sha256: string; bytes: number; imports: string[] }>;
   /** The entry modules: the anywidget module and the page's. */
   entries: { widget: string; page: string };
   /** The module of each view unit (js/view_units.ts). */
   units: Record<string, string>;
 }
 
-/** Module texts by file name, as a widget's `_bundle` or a page's code element holds them. */
+/** Module texts by file name, as a widget's `_bundle` or a page's code element holds them (packed). */
 export type CodeTexts = Record<string, unknown>;
 export type Hash = (text: string) => Promise<string | null>;
+/** A module's text from what was offered for it, at most `limit` bytes (js/loader/unpack.ts). */
+export type Unpack = (offered: string, limit: number) => Promise<string>;
 type Namespace = Record<string, unknown>;
 
 /** The code offered for a module was refused: nothing of it ran. */
@@ -32,8 +34,14 @@ export interface Linker {
  * A linker over the texts that `sources()` offers, in order of preference: for each module the
  * first text whose hash matches the manifest is used; none matching refuses the module (and so
  * everything that imports it). A module whose exports miss their entry point is not kept.
+ * `unpack` turns what was offered into text (inflating it, within the module's size).
  */
-export function createLinker(manifest: CodeManifest, sources: () => Iterable<CodeTexts | null | undefined>, hash: Hash): Linker {
+export function createLinker(
+  manifest: CodeManifest,
+  sources: () => Iterable<CodeTexts | null | undefined>,
+  hash: Hash,
+  unpack: Unpack = async (text) => text,
+): Linker {
   const urls = new Map<string, Promise<string>>();
   const modules = new Map<string, Promise<Namespace>>();
 
@@ -42,15 +50,17 @@ export function createLinker(manifest: CodeManifest, sources: () => Iterable<Cod
     if (!spec) throw new CodeRefused(`attnscope's build ${manifest.digest} has no module ${file}`);
     let offered = 0;
     for (const texts of sources()) {
-      const text = texts && typeof texts === "object" ? texts[file] : undefined;
-      if (typeof text !== "string") continue;
+      const packed = texts && typeof texts === "object" ? texts[file] : undefined;
+      if (typeof packed !== "string") continue;
       offered++;
+      const text = await unpack(packed, spec.bytes).catch(() => null);
+      if (text === null) continue; // not a packed text, or longer than the module: not the build's
       const digest = await hash(text);
       if (digest === null) throw new CodeRefused("this page can compute no SHA-256 to check attnscope's code against, so it runs none of it");
       if (digest === spec.sha256) return text;
     }
     throw new CodeRefused(offered
-      ? `the code offered for ${file} does not match attnscope's build ${manifest.digest} (its SHA-256 differs), so none of it was run`
+      ? `the code offered for ${file} does not match attnscope's build ${manifest.digest} (its SHA-256 differs, or it is no packed module of that build), so none of it was run`
       : `no code for ${file} was given (the widget's _bundle is missing or empty)`);
   }
 

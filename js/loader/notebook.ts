@@ -1,10 +1,11 @@
 // attnscope's anywidget module (`_esm`). anywidget imports a widget's module afresh for every
 // widget and the page keeps each one (anywidget #613), so this one is small: the front end's
-// modules travel as texts in the model's `_bundle` trait ({file: text}: the widget's entry and
-// the views it offers) and are imported once per page, each checked against the SHA-256 this
-// loader was built with, and a view's module only when the view is first shown.
+// modules travel in the model's `_bundle` trait ({file: deflate-raw base64 of its text}: the
+// widget's entry and the views it offers) and are imported once per page, each checked against
+// the SHA-256 this loader was built with, and a view's module only when the view is first shown.
 import { CodeRefused, type CodeManifest, type CodeTexts, createLinker, isUnit, type Linker, takesViews } from "./link";
 import { sha256Hex } from "./sha256";
+import { unpackText } from "./unpack";
 
 declare const __ATTNSCOPE_CODE__: CodeManifest; // js/build.mjs defines it
 const MANIFEST = __ATTNSCOPE_CODE__;
@@ -30,7 +31,7 @@ function pageWide(): PageWide {
   let wide = shared[key];
   if (!wide) {
     const models = new Set<Model>();
-    wide = { models, linker: createLinker(MANIFEST, () => [...models].map((m) => m.get(BUNDLE) as CodeTexts | null), sha256Hex) };
+    wide = { models, linker: createLinker(MANIFEST, () => [...models].map((m) => m.get(BUNDLE) as CodeTexts | null), sha256Hex, unpackText) };
     shared[key] = wide;
   }
   return wide;

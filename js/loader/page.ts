@@ -4,6 +4,7 @@
 // recorded, then draws.
 import { type CodeManifest, type CodeTexts, createLinker, isUnit, takesViews } from "./link";
 import { sha256Hex } from "./sha256";
+import { unpackText } from "./unpack";
 
 declare const __ATTNSCOPE_CODE__: CodeManifest; // js/build.mjs defines it
 const MANIFEST = __ATTNSCOPE_CODE__;
@@ -19,28 +20,14 @@ function fail(message: string): void {
   root?.append(box);
 }
 
-/** The text of deflate-raw, base64 `packed` (the page's chunks travel the same way). */
-async function unpack(packed: string): Promise<string> {
-  const bytes = Uint8Array.from(atob(packed), (c) => c.charCodeAt(0));
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>);
-  return new Response(stream).text();
-}
-
-async function pageTexts(): Promise<CodeTexts> {
-  const packed = JSON.parse(document.getElementById("attnscope-code")?.textContent || "{}") as Record<string, unknown>;
-  const texts: CodeTexts = {};
-  for (const [file, value] of Object.entries(packed)) if (typeof value === "string") texts[file] = await unpack(value);
-  return texts;
-}
-
-async function load(): Promise<void> {
+function load(): void {
   let texts: CodeTexts = {};
   try {
-    texts = await pageTexts();
+    texts = JSON.parse(document.getElementById("attnscope-code")?.textContent || "{}") as CodeTexts;
   } catch {
     // refused below: no text checks
   }
-  const linker = createLinker(MANIFEST, () => [texts], sha256Hex);
+  const linker = createLinker(MANIFEST, () => [texts], sha256Hex, unpackText);
   linker.module(MANIFEST.entries.page, (ns) => takesViews(ns) && typeof ns.autoRender === "function").then(
     (ns) => {
       const page = ns as unknown as PageModule;
@@ -55,6 +42,5 @@ async function load(): Promise<void> {
   );
 }
 
-const start = (): void => { void load(); };
-if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start, { once: true });
-else start();
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", load, { once: true });
+else load();

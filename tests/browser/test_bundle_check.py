@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from page_kit import VIEW_ROOTS
 from playwright.sync_api import expect
 
 from attnscope import AttentionTrace, AttentionWidget, save_html
-from attnscope._static import static_file
+from attnscope._static import packed_code, static_file
 
 pytestmark = pytest.mark.browser
 
@@ -124,7 +123,8 @@ def _open(page: Any, widgets: list[AttentionWidget], bundles: list[dict[str, str
 
 
 def _foreign(bundle: dict[str, str]) -> dict[str, str]:
-    return dict.fromkeys(bundle, FOREIGN)
+    """Other script in place of every module, packed as the build's modules are."""
+    return dict.fromkeys(bundle, packed_code({"x": FOREIGN})["x"])
 
 
 def test_a_foreign_bundle_is_refused_and_nothing_of_it_runs(page: Any) -> None:
@@ -159,9 +159,7 @@ def test_an_exported_page_with_swapped_code_is_refused(page: Any, tmp_path: Path
     text = path.read_text(encoding="utf-8")
     found = re.search(r'(<script type="application/json" id="attnscope-code">)(.*?)</script>', text)
     assert found
-    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
-    packed = base64.b64encode(deflate.compress(FOREIGN.encode()) + deflate.flush()).decode()
-    swapped = dict.fromkeys(json.loads(found.group(2)), packed)
+    swapped = _foreign(json.loads(found.group(2)))
     path.write_text(
         text[: found.start(2)] + json.dumps(swapped) + text[found.end(2) :], encoding="utf-8"
     )

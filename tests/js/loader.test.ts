@@ -3,6 +3,7 @@
 // needs a browser: tests/browser/test_bundle_check.py runs the real loader in chromium.
 import { type CodeManifest, CodeRefused, createLinker, isUnit } from "../../js/loader/link";
 import { sha256Hex, sha256Plain } from "../../js/loader/sha256";
+import { unpackText } from "../../js/loader/unpack";
 
 const plain = (text: string): string => sha256Plain(new TextEncoder().encode(text));
 
@@ -20,7 +21,7 @@ describe("createLinker", () => {
   const good = "export default function render() {}";
   const manifest: CodeManifest = {
     digest: "d1",
-    files: { "view_head.js": { sha256: plain(good), imports: [] } },
+    files: { "view_head.js": { sha256: plain(good), bytes: good.length, imports: [] } },
     entries: { widget: "widget.js", page: "page.js" },
     units: { head: "view_head.js" },
   };
@@ -56,5 +57,35 @@ describe("createLinker", () => {
     const blob = made.mock.calls.at(0)?.at(0) as Blob;
     expect(await blob.text()).toBe(good);
     made.mockRestore();
+  });
+});
+
+describe("unpackText", () => {
+  async function pack(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+    const body = new Response(bytes).body as ReadableStream<Uint8Array>;
+    const packed = new Uint8Array(await new Response(body.pipeThrough(new CompressionStream("deflate-raw") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>)).arrayBuffer());
+    let binary = "";
+    for (const b of packed) binary += String.fromCharCode(b);
+    return btoa(binary);
+  }
+
+  it("inflates a module's text, and stops a bomb at the module's size", async () => {
+    const text = "export default () => 'é';".repeat(50);
+    const size = new TextEncoder().encode(text).length;
+    expect(await unpackText(await pack(new TextEncoder().encode(text)), size)).toBe(text);
+    await expect(unpackText(await pack(new TextEncoder().encode(text)), size - 1)).rejects.toThrow(/inflates past/);
+    // 64 MB of zeros packs to ~64 kB; refused after the first bytes past the limit, not inflated whole.
+    await expect(unpackText(await pack(new Uint8Array(64 << 20)), 100_000)).rejects.toThrow(/inflates past the 100000 bytes/);
+    await expect(unpackText("not base64!", 10)).rejects.toThrow();
+  });
+
+  it("lets the linker refuse what does not inflate to the build's text", async () => {
+    const good = "export default 1";
+    const manifest: CodeManifest = {
+      digest: "d2", files: { "a.js": { sha256: plain(good), bytes: good.length, imports: [] } }, entries: { widget: "w", page: "p" }, units: {},
+    };
+    const zeros = await pack(new Uint8Array(10_000));
+    const linker = createLinker(manifest, () => [{ "a.js": "%%%" }, { "a.js": zeros }], sha256Hex, unpackText);
+    await expect(linker.module("a.js", isUnit)).rejects.toThrow(/does not match attnscope's build d2/);
   });
 });

@@ -16,7 +16,7 @@ import anywidget
 import traitlets as t
 
 from attnscope._progress import take_emptied_output
-from attnscope._static import code_texts, static_text, view_units, widget_module
+from attnscope._static import code_texts, packed_code, static_text, view_units, widget_module
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.analysis.statistics import STATISTICS
 from attnscope.display.image_rows import PAGE_SHARE, ImageRows, image_rows
@@ -141,15 +141,16 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     _bundle = t.Dict(read_only=True).tag(sync=True)
     """The front end's modules for this widget's views, which :attr:`_esm` imports; fixed.
 
-    ``{file: text}`` from ``attnscope/static/code/``: the widget's entry and the
-    views it offers, each imported once per page after its SHA-256 matches the
-    loader's, a view's when it is first shown.
+    ``{file: deflate-raw base64 of its text}`` from ``attnscope/static/code/``: the
+    widget's entry and the views it offers, each imported once per page after its
+    SHA-256 matches the loader's, a view's when it is first shown.
     Type: dict[str, str]. Default: the modules of :attr:`views`.
     """
 
     @t.default("_bundle")
     def _bundle_of_views(self) -> dict[str, str]:
-        return code_texts("widget", view_units(self._views, comparison=self._compared is not None))
+        units = view_units(self._views, comparison=self._compared is not None)
+        return packed_code(code_texts("widget", units))
 
     _meta = t.Dict().tag(sync=True)
     """Everything small about the trace (``docs/protocol.md``, "_meta"); set once.
