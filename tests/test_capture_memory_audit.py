@@ -48,8 +48,8 @@ class LargestTensors(TorchDispatchMode):
 
 
 def _tiny_llama(dtype: torch.dtype) -> Any:
-    """Llama with 2 layers, 2 heads, 1 key/value head, head_dim 16, sdpa (its default)."""
-    from transformers import LlamaConfig, LlamaModel
+    """A causal LM (its head would make N x 30522 logits), 2 layers, 2 heads, 1 kv head, sdpa."""
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
     config = LlamaConfig(
@@ -61,7 +61,7 @@ def _tiny_llama(dtype: torch.dtype) -> Any:
         num_key_value_heads=1,
         max_position_embeddings=TOKENS,
     )
-    return LlamaModel(config).eval().to(dtype)
+    return LlamaForCausalLM(config).eval().to(dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

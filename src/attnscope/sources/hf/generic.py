@@ -15,6 +15,7 @@ captured layers only, and as O(N) per head.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -184,7 +185,28 @@ def _run(model: Any, inputs: Mapping[str, torch.Tensor], recorder: Recorder, **e
             model.set_attn_implementation(name)
         except (ValueError, ImportError) as err:  # e.g. a sub-model that cannot switch
             raise CannotRecordError(f"switching its attention failed: {err}") from err
-        return model(**inputs, use_cache=False, **extra)
+        return model(**inputs, use_cache=False, **extra, **one_logit(model))
+
+
+def one_logit(model: Any) -> dict[str, int]:
+    """``logits_to_keep=1`` where the forward takes it: capture reads no logits.
+
+    A language model's head otherwise computes N x vocabulary logits (float32
+    in most heads): 67 GB at 131072 tokens for a 128256-token vocabulary.
+
+    Examples
+    --------
+    >>> from transformers import LlamaConfig, LlamaForCausalLM, LlamaModel
+    >>> config = LlamaConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1,
+    ...                      num_attention_heads=2, vocab_size=16)
+    >>> one_logit(LlamaForCausalLM(config)), one_logit(LlamaModel(config))
+    ({'logits_to_keep': 1}, {})
+    """
+    try:
+        takes = "logits_to_keep" in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # a forward with no readable signature
+        takes = False
+    return {"logits_to_keep": 1} if takes else {}
 
 
 def _probe_inputs(inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -1,0 +1,155 @@
+"""128k tokens on the CPU (issue 33): a tiny bfloat16 Llama, capture against its own forward.
+
+The model of issue 33: a random Llama with 2 layers, 2 heads, 1 key/value
+head, head_dim 16, in bfloat16 with its default sdpa attention, every layer
+captured. Each row is measured in fresh processes (``--child``), so peak
+resident memory is the step's own: capture (time, peak above the start, the
+trace's bytes), then the model's forward timed in the same process, then the
+live widget's answers (the head view's uncached layer switch, the model
+view's thumbnails); the forward's own peak in another process. Goal: capture
+≤ 2× its forward, peak ≤ the forward's peak + 2× the trace + 0.5 GB.
+
+    python benchmarks/bench_128k.py                      # 32768 and 131072 tokens
+    python benchmarks/bench_128k.py --tokens 4096
+
+The input is made of words a word-level tokenizer maps one to one to tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from bench_worker import Peak, head_view_keys, trace_bytes
+from gpu_capture import build_model, text_of, word_tokenizer
+
+TINY = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+}
+
+
+def _widget_answers(trace: Any) -> dict[str, float]:
+    """Seconds the live widget takes to answer a layer switch and the thumbnails."""
+    import attnscope
+
+    widget = attnscope.AttentionWidget(trace)
+    name = next(iter(trace.streams))
+
+    def ask(keys: list[str]) -> float:
+        start = time.perf_counter()
+        replies = widget.answer({"type": "request", "keys": keys})
+        errors = [c["error"] for content, _ in replies for c in content["chunks"] if "error" in c]
+        if errors:
+            raise RuntimeError(f"the widget could not answer {keys}: {errors}")
+        return time.perf_counter() - start
+
+    first = ask(head_view_keys(widget, name, 0, at_end=False))
+    switch = ask(head_view_keys(widget, name, 1, at_end=True))  # the dearest rows of layer 1
+    thumbs = ask([f"thumbs:{name}"])
+    return {"first_screen_s": first, "switch_s": switch, "thumbs_s": thumbs}
+
+
+def child(what: str, tokens: int) -> dict[str, Any]:
+    """One step in this process: ``capture`` (then forward and widget) or ``forward`` (peak)."""
+    import torch
+
+    import attnscope
+
+    tokenizer = word_tokenizer()
+    model = build_model(TINY, len(tokenizer), tokens, "cpu")
+    text = text_of(tokens)
+    ids = tokenizer(text, return_tensors="pt")["input_ids"]
+    assert ids.shape[1] == tokens, ids.shape
+    with torch.no_grad():  # lazy set-up (kernels, thread pools) paid before either step
+        model(input_ids=ids[:, :16], use_cache=False)
+    attnscope.capture(model, text_of(16), tokenizer=tokenizer)
+    result: dict[str, Any] = {"what": what, "tokens": tokens}
+    if what == "forward":
+        with Peak() as peak, torch.no_grad():
+            start = time.perf_counter()
+            model(input_ids=ids, use_cache=False)
+            result["forward_s"] = time.perf_counter() - start
+        result["forward_peak"] = peak.delta
+        return result
+    with Peak() as peak:
+        start = time.perf_counter()
+        trace = attnscope.capture(model, text, tokenizer=tokenizer)
+        result["capture_s"] = time.perf_counter() - start
+    result["capture_peak"] = peak.delta
+    result["trace_bytes"] = trace_bytes(trace)
+    result["notes"] = list(trace.notes)
+    with torch.no_grad():
+        start = time.perf_counter()
+        model(input_ids=ids, use_cache=False)
+        result["forward_again_s"] = time.perf_counter() - start
+    result |= _widget_answers(trace)
+    return result
+
+
+def run_child(what: str, tokens: int) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", what, "--tokens", str(tokens)]
+    done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def gb(n: float) -> str:
+    return f"{n / 1e9:.2f} GB"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--tokens", default="32768,131072", help="comma-separated lengths")
+    parser.add_argument("--child", choices=["capture", "forward"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, int(args.tokens))))
+        return
+    import torch
+
+    print(
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()} {platform.system()}, "
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; Llama 2 layers x 2 heads "
+        "(1 kv head, head_dim 16), bfloat16, sdpa, every layer"
+    )
+    print(
+        "\n| tokens | forward | capture | ratio | forward peak | capture peak | trace "
+        "| goal: ≤ 2×, peak ≤ fwd + 2× trace + 0.5 GB | layer switch | thumbnails |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for tokens in [int(n) for n in args.tokens.split(",")]:
+        got = run_child("forward", tokens) | run_child("capture", tokens)
+        forward = min(got["forward_s"], got["forward_again_s"])
+        ratio = got["capture_s"] / forward
+        allowed = got["forward_peak"] + 2 * got["trace_bytes"] + 0.5e9
+        met = ratio <= 2 and got["capture_peak"] <= allowed
+        print(
+            f"| {tokens} | {forward:.1f} s | {got['capture_s']:.1f} s | {ratio:.2f}× "
+            f"| +{gb(got['forward_peak'])} | +{gb(got['capture_peak'])} "
+            f"| {gb(got['trace_bytes'])} | {'met' if met else 'missed'} "
+            f"(peak allowed {gb(allowed)}) | {got['switch_s']:.2f} s "
+            f"| {got['thumbs_s']:.2f} s |",
+            flush=True,
+        )
+        for note in got["notes"]:
+            if "differs from its eager" in note:
+                print(f"|  | note: {note} |")
+
+
+if __name__ == "__main__":
+    main()
