@@ -81,7 +81,7 @@ test-latest: build
 test-oldest: build
 	bash .ci/track.sh oldest "transformers==$$(sed -n 's/.*"transformers>=\([0-9.]*\).*/\1/p' pyproject.toml)"
 
-$(BUNDLE): node_modules/.stamp $(wildcard js/*.ts js/*/*.ts js/*.css js/*.mjs)
+$(BUNDLE): node_modules/.stamp $(wildcard js/*.ts js/*/*.ts js/*/*/*.ts js/*.css js/*.mjs)
 	npm run --silent build
 
 build: $(BUNDLE)
