@@ -45,6 +45,7 @@ from attnscope.sources.hf.key_structure import compressed_key_layers, without_co
 from attnscope.sources.hf.layer_groups import Axis
 from attnscope.sources.hf.layer_progress import layer_progress
 from attnscope.sources.hf.loading import load_model, load_tokenizer
+from attnscope.sources.hf.memory_need import check_memory
 from attnscope.sources.hf.model_name import model_display_name
 from attnscope.sources.hf.preflight import check_weights_loaded, preflight
 from attnscope.sources.hf.recorder import AttentionCall, CannotRecordError
@@ -433,6 +434,7 @@ def capture(
                 "for their text."
             )
     preflight(model, source.inputs, source.tokens.raw)
+    check_memory(model, source.length + (max_new_tokens or 0), chosen)  # issue 33
     paths = value_paths(model) if value_norms else None  # issue 36: refused before any forward
     route = _route(model)
     notes: list[str] = list(image_notes)
