@@ -8,9 +8,10 @@
   ``-part1..4`` packages (Gemma terms: the file is never committed).
 
 transformers dequantises a GGUF file on load (~30 s / ~80 s on 2 cores). The first
-load saves the float32 model with ``save_pretrained`` under ``.real-models/`` at the
-repository root (git-ignored), keyed by the file's sha256; later loads read that
-folder in a second or two. The GGUF file's sha256 is checked against the pinned value
+load saves the float32 model with ``save_pretrained`` under
+``~/.cache/attnscope/real-models/`` (outside the checkout, so every clone on a machine
+shares it; ``ATTNSCOPE_REAL_MODELS`` moves it), keyed by the file's sha256; later loads
+read that folder in a second or two. The GGUF file's sha256 is checked against the pinned value
 before anything is loaded.
 """
 
@@ -23,8 +24,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-CACHE = Path(os.environ.get("ATTNSCOPE_REAL_MODELS", ROOT / ".real-models"))
+# Outside the checkout, so every clone on a machine (CI's included) reuses one copy.
+CACHE = Path(
+    os.environ.get("ATTNSCOPE_REAL_MODELS", Path.home() / ".cache" / "attnscope" / "real-models")
+)
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"

@@ -10,7 +10,7 @@ What a trained model must show, which random weights cannot:
 - the first-token (sink) share per layer lies in a band (SINK_BAND below).
 
 Run with ``pytest -m real``; the first run dequantises the GGUF files (~2-4 min on 2
-cores) into ``.real-models/``, later runs load that copy.
+cores) into ``~/.cache/attnscope/real-models/``, later runs load that copy.
 """
 
 from __future__ import annotations
