@@ -70,16 +70,13 @@ def estimate(model: Any, tokens: int, layers: Sequence[int] | None) -> Need | No
     config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else None
     config = config or model.config
     heads, hidden, count = (
-        getattr(config, name, None)
-        for name in ("num_attention_heads", "hidden_size", "num_hidden_layers")
+        _read(config, name) for name in ("num_attention_heads", "hidden_size", "num_hidden_layers")
     )
-    if not (isinstance(heads, int) and isinstance(hidden, int) and isinstance(count, int)):
+    if not (heads and hidden and count):  # unknown, or varying by layer: no estimate
         return None
-    if min(heads, hidden, count) <= 0:
-        return None
-    kv_heads = getattr(config, "num_key_value_heads", None) or heads
-    head_dim = getattr(config, "head_dim", None) or hidden // heads
-    wide = getattr(config, "intermediate_size", None) or 4 * hidden
+    kv_heads = _read(config, "num_key_value_heads") or heads
+    head_dim = _read(config, "head_dim") or hidden // heads
+    wide = _read(config, "intermediate_size") or 4 * hidden
     dtype = getattr(model, "dtype", torch.float32)
     size = torch.finfo(dtype).bits // 8 if dtype.is_floating_point else 4
     stored = 2 if size == 2 else 4
@@ -90,6 +87,15 @@ def estimate(model: Any, tokens: int, layers: Sequence[int] | None) -> Need | No
         qk_device=captured * per_layer * size,
         forward=tokens * (4 * hidden + 3 * wide) * size,
     )
+
+
+def _read(config: Any, name: str) -> int | None:
+    """A positive int field of ``config``; None when absent, not an int or set per layer."""
+    try:
+        value = getattr(config, name, None)
+    except Exception:  # transformers refuses a global read of per-layer fields
+        return None
+    return value if isinstance(value, int) and value > 0 else None
 
 
 def host_available() -> int | None:
