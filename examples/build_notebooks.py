@@ -25,21 +25,26 @@ def code(text: str) -> nbformat.NotebookNode:
 
 
 def how_to_run(extra_packages: str = "", *, no_deps: str = "") -> nbformat.NotebookNode:
-    packages = f"attnscope {extra_packages}".strip()
-    if no_deps:  # a package whose own dependencies are not needed (and would compile)
-        packages = f"{packages} && pip install --no-deps {no_deps}"
+    others = extra_packages.strip()
+    then = f" && pip install --no-deps {no_deps}" if no_deps else ""
+    # a package whose own dependencies are not needed (and would compile) goes --no-deps
+    extra = f"`pip install {others}{then}`" if others else (f"`{then[4:]}`" if then else "")
+    beside = f" and {extra} beside it" if extra else ""
     return md(
         f"""
-**Run it anywhere.**
-- **Colab**: add and run a first cell `!pip install {packages}`. anywidget switches
-  on Colab's custom widget manager by itself. Colab does not keep widgets in a saved
-  notebook: after reopening it, run the cells again.
-- **VS Code**: open this file, pick a kernel from an environment where
-  `pip install {packages}` ran; the Jupyter extension shows the widgets.
-- **JupyterLab / Notebook 7**: `pip install {packages} jupyterlab`, then `jupyter lab`.
+**Run it anywhere.** attnscope is not on PyPI yet: install it from a clone of its
+repository (`make demo` sets up `.venv` with everything these notebooks use, and
+`make lab` opens them; or `pip install .` in the clone{beside}).
+- **JupyterLab / Notebook 7**: `make lab`, or `jupyter lab` from that environment.
+- **VS Code**: open this file and pick that environment's kernel; the Jupyter
+  extension shows the widgets.
+- **Colab**: build the wheel in the clone (`make dist`), upload
+  `dist/attnscope-*.whl` and run a first cell `!pip install attnscope-*.whl {others}{then}`.
+  anywidget switches on Colab's custom widget manager by itself. Colab does not keep
+  widgets in a saved notebook: after reopening it, run the cells again.
 
-Nothing here needs the internet once the packages are installed: the widget's
-JavaScript ships inside the package, no CDN.
+Once it is published, `pip install attnscope` will do. Nothing here needs the internet
+once the packages are installed: the widget's JavaScript ships inside the package, no CDN.
 """
     )
 
