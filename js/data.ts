@@ -154,8 +154,36 @@ export function splitConcatenated(specs: ArraySpec[], bytes: Uint8Array): Record
   return arrays;
 }
 
-/** Inflate base64 deflate-raw (the exported page's chunk encoding). */
-export async function inflateBase64(text: string): Promise<Uint8Array> {
+/** The most bytes one embedded chunk may decode to (its specs' claim is checked against it). */
+export const MAX_CHUNK_BYTES = 2 ** 30;
+
+/**
+ * The bytes `splitConcatenated` reads for `specs` (each array 8-byte aligned), checked before
+ * anything is inflated: shapes of non-negative whole numbers, a known dtype and encoding, and
+ * at most `MAX_CHUNK_BYTES` in all. Saved state and pages are untrusted input (a crafted
+ * notebook must not make the reader allocate what its data cannot back).
+ */
+export function embeddedBytes(specs: ArraySpec[]): number {
+  let offset = 0;
+  for (const spec of specs) {
+    const half = spec.encoding === "f16-shuffled";
+    const item = half ? 2 : ITEM_SIZE[spec.dtype];
+    if (item === undefined) throw new Error(`${spec.name} has unknown dtype ${String(spec.dtype)}`);
+    if (spec.encoding !== undefined && !half) throw new Error(`${spec.name} has unknown encoding ${spec.encoding}`);
+    if (!Array.isArray(spec.shape) || !spec.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+      throw new Error(`${spec.name} has shape ${JSON.stringify(spec.shape)}: not a list of whole numbers ≥ 0`);
+    }
+    offset = Math.ceil(offset / 8) * 8 + spec.shape.reduce((a, b) => a * b, 1) * item;
+    if (offset > MAX_CHUNK_BYTES) throw new Error(`its arrays would take more than ${MAX_CHUNK_BYTES} bytes`);
+  }
+  return offset;
+}
+
+/**
+ * Inflate base64 deflate-raw (the exported page's chunk encoding), stopping as soon as the
+ * output passes `limit` bytes: a deflate bomb ends in an error, not in gigabytes.
+ */
+export async function inflateBase64(text: string, limit = MAX_CHUNK_BYTES): Promise<Uint8Array> {
   const input = base64ToBytes(text);
   const source = new ReadableStream<Uint8Array>({ start(c) { c.enqueue(input); c.close(); } });
   const reader = source.pipeThrough(new DecompressionStream("deflate-raw") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>).getReader();
@@ -164,8 +192,12 @@ export async function inflateBase64(text: string): Promise<Uint8Array> {
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    parts.push(value);
     total += value.byteLength;
+    if (total > limit) {
+      void reader.cancel();
+      throw new Error(`it inflates past the ${limit} bytes its arrays need`);
+    }
+    parts.push(value);
   }
   const out = new Uint8Array(total);
   let o = 0;

@@ -1,6 +1,6 @@
 // The chunks a widget's saved state holds (`_saved`: its first screen, docs/protocol.md
 // "Saved widget state"), read without a kernel, so nbconvert, nbviewer and docs pages draw.
-import { inflateBase64, splitConcatenated } from "./data";
+import { embeddedBytes, inflateBase64, splitConcatenated } from "./data";
 import type { ModelHost } from "./traits";
 import type { Chunk, EmbeddedChunk } from "./wire/types";
 
@@ -20,8 +20,11 @@ export const SAVED_NOTE =
 export async function decodeEmbedded(key: string, e: EmbeddedChunk): Promise<Chunk> {
   if (e.error) return { key, arrays: {}, error: e.error };
   try {
-    const bytes = e.data ? await inflateBase64(e.data) : new Uint8Array(0);
-    return { key, arrays: splitConcatenated(e.arrays ?? [], bytes) };
+    const specs = e.arrays ?? [];
+    const expected = embeddedBytes(specs);
+    const bytes = e.data ? await inflateBase64(e.data, expected) : new Uint8Array(0);
+    if (bytes.byteLength !== expected) throw new Error(`it holds ${bytes.byteLength} bytes where its arrays need ${expected}`);
+    return { key, arrays: splitConcatenated(specs, bytes) };
   } catch (err) {
     return { key, arrays: {}, error: `could not decode: ${(err as Error).message}` };
   }
