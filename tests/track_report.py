@@ -2,7 +2,7 @@
 
 ``python tests/track_report.py TRACK ZOO_JSONL PYTEST_LOG`` prints a short
 Markdown report: the versions the track ran, the capture and fidelity tiers'
-result, and every model type whose zoo outcome differs from the README's table
+result, and every model type whose zoo outcome differs from the supported-types table
 (the locked run). It exits 1 when a type came out wrong, crashed or changed the
 model: every moved type must land in exact, attention-only with a note, refused
 with a clear error, or not built (then the range in pyproject.toml holds). On the
@@ -20,13 +20,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from zoo_readme import FAILURES, OUTCOMES, README, section
+from zoo_readme import FAILURES, OUTCOMES, SUPPORTED_TYPES_PAGE, section
 
 LABELS = {label: key for key, (label, _) in OUTCOMES.items()}
 
 
 def locked_outcomes(text: str) -> dict[str, str]:
-    """``type -> outcome`` read back from the README's supported-types section.
+    """``type -> outcome`` read back from the supported-types page (docs/guide/supported-models.md).
 
     Examples
     --------
@@ -70,7 +70,7 @@ def report(track: str, results: list[dict[str, Any]], log: str) -> tuple[str, bo
     import transformers
 
     summary, failed_tests = _summary(log)
-    locked = locked_outcomes(section(README.read_text(encoding="utf-8")))
+    locked = locked_outcomes(section(SUPPORTED_TYPES_PAGE.read_text(encoding="utf-8")))
     changes = moved(results, locked)
     broken = [r for r in results if r["outcome"] in FAILURES]
     counts = {key: sum(r["outcome"] == key for r in results) for key in (*OUTCOMES, *FAILURES)}
@@ -78,7 +78,7 @@ def report(track: str, results: list[dict[str, Any]], log: str) -> tuple[str, bo
         f"# Release track: {track}",
         "",
         f"Run on {date.today().isoformat()} with transformers {transformers.__version__}, "
-        f"torch {torch.__version__} (the lock's table: README, supported types).",
+        f"torch {torch.__version__} (the lock's table: docs/guide/supported-models.md).",
         "",
         f"- capture and fidelity tiers: {summary or 'no pytest summary line (see the log)'}",
         *[f"  - failed: `{name}`" for name in failed_tests],

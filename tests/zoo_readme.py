@@ -1,7 +1,7 @@
-"""The README's table of supported model types, written from the zoo tier's results.
+"""The supported-types table (docs/guide/supported-models.md), written from the zoo tier's results.
 
 ``python tests/zoo_readme.py`` runs every type (:mod:`zoo_run`, a few minutes on
-two cores) and rewrites the README section between the markers;
+two cores) and rewrites that page's section between the markers;
 ``tests/test_capture_zoo.py`` checks that the section is what its own run renders.
 """
 
@@ -13,7 +13,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+SUPPORTED_TYPES_PAGE = (
+    Path(__file__).resolve().parent.parent / "docs" / "guide" / "supported-models.md"
+)
 START = "<!-- supported-types: written by tests/zoo_readme.py from tests/test_capture_zoo.py -->"
 END = "<!-- supported-types: end -->"
 
@@ -49,7 +51,7 @@ def _why_not_built(detail: str) -> str:
 
 
 def render(results: Iterable[dict[str, Any]]) -> str:
-    """The README section (between the markers) for the tier's ``results``.
+    """The page's section (between the markers) for the tier's ``results``.
 
     Examples
     --------
@@ -111,10 +113,10 @@ def section(text: str) -> str:
     return text[start:end]
 
 
-def write(results: Iterable[dict[str, Any]], readme: Path = README) -> None:
-    """Replace the README's section with one rendered from ``results``."""
-    text = readme.read_text(encoding="utf-8")
-    readme.write_text(text.replace(section(text), render(results)), encoding="utf-8")
+def write(results: Iterable[dict[str, Any]], page: Path = SUPPORTED_TYPES_PAGE) -> None:
+    """Replace the page's section with one rendered from ``results``."""
+    text = page.read_text(encoding="utf-8")
+    page.write_text(text.replace(section(text), render(results)), encoding="utf-8")
 
 
 if __name__ == "__main__":
@@ -129,4 +131,4 @@ if __name__ == "__main__":
     else:
         found = run_pool(model_types())
     write(found)
-    print(f"README.md: supported types written from {len(found)} results")
+    print(f"docs/guide/supported-models.md: supported types written from {len(found)} results")
