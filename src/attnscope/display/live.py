@@ -310,6 +310,12 @@ def show_generation(
     from attnscope.sources.hf.capture import capture
     from attnscope.sources.hf.generate import plan_generation
     from attnscope.sources.hf.loading import load_model
+    from attnscope.sources.hf.token_ids import (
+        check_one_sequence,
+        check_vocabulary,
+        is_token_ids,
+        read_token_ids,
+    )
     from attnscope.sources.hf.wrappers import unwrap_model
     from attnscope.sources.resolve import split_options
 
@@ -342,6 +348,10 @@ def show_generation(
         build.get("seed"),
         {k: v for k, v in build.items() if k not in known},
     )  # refused here, before the thread, with capture's own messages
+    if is_token_ids(prompt):  # bad ids too: before the thread, not at wait()
+        found = read_token_ids(prompt, "prompt")
+        check_one_sequence(found, "prompt")
+        check_vocabulary(model, found["input_ids"], "prompt")
     if num_beams_of(build) > 1:
         raise AttnscopeError(
             "show_generation draws tokens as generate streams them, and beam search streams "
