@@ -28,6 +28,7 @@ from attnscope.encode.selection import COMPARE_SIDES, VIEWS, CompareSide, ViewNa
 from attnscope.encode.signed import signed_rows, signed_thumbnails, signed_top_keys
 from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionTrace
+from attnscope.trace.label_text import isolate
 
 
 class ComparisonChunks:
@@ -195,7 +196,8 @@ class ComparisonChunks:
         paired_a = {i for i, _ in c.alignment}
         paired_b = {j for _, j in c.alignment}
         alone = [
-            f"{name}: " + ", ".join(f"“{tokens.labels[i]}” (#{i})" for i in missing)
+            # Each token isolated: a bidi control in it cannot reorder the note after it.
+            f"{name}: " + ", ".join(f"“{isolate(tokens.labels[i])}” (#{i})" for i in missing)
             for name, tokens, paired in (("A", c.a.source, paired_a), ("B", c.b.source, paired_b))
             if (missing := [i for i in range(len(tokens)) if i not in paired])
         ]
