@@ -1,4 +1,4 @@
-"""Notes quote untrusted text as isolates: a bidi control in a token cannot reorder attnscope's note.
+"""Notes quote untrusted text as isolates: a bidi control in a token cannot reorder a note.
 
 ``attnscope.trace.label_text`` is the Python twin of ``js/label_text.ts``:
 ``balance_bidi`` closes what a string opens (and drops closers with nothing to
@@ -25,7 +25,8 @@ def test_every_hostile_string_is_contained_between_two_words() -> None:
     for text in HOSTILE:
         quoted = f"before {isolate(text)} after"
         assert not bidi_leaks(quoted), ascii(text)
-        assert quoted.startswith(f"before {FSI}") and quoted.endswith(f"{PDI} after")
+        assert quoted.startswith(f"before {FSI}")
+        assert quoted.endswith(f"{PDI} after")
         assert without_bidi(isolate(text)) == without_bidi(text), ascii(text)
 
 
