@@ -297,7 +297,7 @@ def _traces(source: Any, inputs: Any, tokenizer: Any) -> list[AttentionTrace]:
         )
     from attnscope.analysis.scan import batch_rows
     from attnscope.sources import capture
-    from attnscope.sources.hf.token_ids import is_token_ids
+    from attnscope.sources.inputs import is_token_ids
 
     rows = batch_rows(inputs)  # a (B, N) batch of ids: B inputs
     many = isinstance(rows, list | tuple) and bool(rows)

@@ -93,7 +93,7 @@ def _losses(model: Any, tokens: Any, seq_len: int) -> tuple[float, float]:
     """Mean next-token loss on the first and on the second copy (NaN without logits)."""
     import torch
 
-    from attnscope.sources.hf.restore import preserved
+    from attnscope.sources.session import preserved
 
     with preserved(model), torch.no_grad():
         model.eval()
@@ -156,30 +156,23 @@ def induction_sweep(
     (21, True)
     """
     from attnscope.sources import capture
-    from attnscope.sources.hf.checks import check_length, position_limit
-    from attnscope.sources.hf.loading import load_model, load_tokenizer
-    from attnscope.sources.hf.preflight import vocab_size
-    from attnscope.sources.hf.wrappers import unwrap_model
+    from attnscope.sources.session import ModelSession
 
     seq_len = _count(seq_len, "seq_len", 2)
     batch = _count(batch, "batch", 1)
     seed = _count(seed, "seed", 0)
     pandas = pandas_for("attnscope.induction_sweep")
-    model, tokenizer = unwrap_model(model, tokenizer)
-    model = load_model(model)
-    if tokenizer is None:
-        try:
-            tokenizer = load_tokenizer(model)
-        except AttnscopeError:
-            tokenizer = None  # the config's bos_token_id, labels "#id"
+    session = ModelSession(model, tokenizer)
+    model = session.model
+    tokenizer = session.find_tokenizer(required=False)  # None: the config's BOS, labels "#id"
     bos = _bos_id(model, tokenizer)
-    vocab = vocab_size(model)
+    vocab = session.vocab_size
     if vocab is None:
         raise AttnscopeError(
             f"cannot tell {type(model).__name__}'s vocabulary size (no input embeddings, no "
             "config.vocab_size), which the random tokens are drawn from."
         )
-    check_length(2 * seq_len + 1, position_limit(model.config), f"BOS + 2 x seq_len={seq_len}")
+    session.check_length(2 * seq_len + 1, f"BOS + 2 x seq_len={seq_len}")
     tokens = repeated_tokens(bos, vocab, seq_len, batch, seed)
     offset = seq_len - 1
     stripes = []

@@ -266,16 +266,14 @@ def needle_in_a_haystack(
     ((8, 5), 32, True)
     """
     from attnscope.sources import capture
-    from attnscope.sources.hf.checks import position_limit
-    from attnscope.sources.hf.generate import plan_generation
-    from attnscope.sources.hf.loading import load_model, load_tokenizer
+    from attnscope.sources.session import ModelSession
 
     haystack, needle = _check_text(haystack, "haystack"), _check_text(needle, "needle")
     question = _check_text(question, "question")
     grid_lengths, grid_depths = check_protocol(lengths, depths, template)
     pandas = pandas_for("attnscope.needle_in_a_haystack")
-    model = load_model(model)
-    tokenizer = load_tokenizer(model) if tokenizer is None else tokenizer
+    session = ModelSession(model, tokenizer)
+    model, tokenizer = session.model, session.find_tokenizer()
     _check_tokenizer(tokenizer)
     needle_length = len(tokenizer(needle, add_special_tokens=False)["input_ids"])
     new = needle_length + 4 if max_new_tokens is None else max_new_tokens
@@ -288,10 +286,10 @@ def needle_in_a_haystack(
     named = set(inspect.signature(capture).parameters)
     extra = {k: v for k, v in capture_options.items() if k not in named}  # generate's settings
     try:
-        plan_generation(model, new, capture_options.get("seed"), extra)
+        session.check_generation(new, capture_options.get("seed"), extra)
     except TypeError as err:
         raise AttnscopeError(f"needle_in_a_haystack's capture options: {err}") from None
-    limit = position_limit(model.config)
+    limit = session.position_limit
     for length in grid_lengths:
         if limit is not None and length + new > limit:
             raise AttnscopeError(

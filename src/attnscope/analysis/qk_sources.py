@@ -91,7 +91,7 @@ def _input_ids(model: Any, trace: AttentionTrace, tokenizer: Any) -> list[int]:
     """The ids of the trace's tokens, read back through the tokenizer (or ``#id`` labels)."""
     raw = trace.raw_tokens
     if tokenizer is None and not all(_ID.fullmatch(t) for t in raw):
-        from attnscope.sources.hf.loading import load_tokenizer
+        from attnscope.sources.session import load_tokenizer
 
         tokenizer = load_tokenizer(model)
     ids: list[int] = []
@@ -278,7 +278,7 @@ def qk_sources(
         raise AttnscopeError(f"the trace holds {stream.q_len} query rows but {len(ids)} tokens.")
     kv_head = stream.kv_head(head)
     inputs = _inputs(model, trace, ids)
-    from attnscope.sources.hf.restore import preserved
+    from attnscope.sources.session import preserved
 
     with preserved(model):
         model.eval()

@@ -25,6 +25,8 @@ from attnscope.trace import AttentionTrace
 if TYPE_CHECKING:
     import pandas as pd
 
+    from attnscope.sources.session import ModelSession
+
 SCAN_OWN = frozenset({"model", "text", "tokenizer", "layers"})
 """capture's parameters that scan sets itself (``text`` is each input)."""
 
@@ -67,7 +69,7 @@ def input_kind(item: object, index: int) -> str:
     ...
     attnscope.errors.AttnscopeError: inputs[2] is a dict; expected a string, ...
     """
-    from attnscope.sources.hf.chat import is_chat
+    from attnscope.sources.inputs import is_chat
 
     if isinstance(item, AttentionTrace):
         return "trace"
@@ -79,7 +81,7 @@ def input_kind(item: object, index: int) -> str:
         return "chat"
     if hasattr(item, "shape") and len(getattr(item, "shape", ())) == 3:
         return "image"
-    from attnscope.sources.hf.token_ids import is_token_ids
+    from attnscope.sources.inputs import is_token_ids
 
     if is_token_ids(item):  # issue 34: token ids, like text
         return "ids"
@@ -111,7 +113,7 @@ def batch_rows(inputs: Any) -> Any:
     """
     if not (hasattr(inputs, "shape") or isinstance(inputs, Mapping)):
         return inputs
-    from attnscope.sources.hf.token_ids import is_token_ids, read_token_ids
+    from attnscope.sources.inputs import is_token_ids, read_token_ids
 
     if not is_token_ids(inputs):
         return inputs
@@ -166,10 +168,10 @@ def check_capture_options(options: Mapping[str, Any]) -> None:
     named = set(inspect.signature(capture).parameters) - {"generate_kwargs"}
     extra = {k: v for k, v in options.items() if k not in named}
     if extra:
-        from attnscope.sources.hf.generate import plan_generation
+        from attnscope.sources.inputs import check_generation_options
 
         try:
-            plan_generation(None, options.get("max_new_tokens"), options.get("seed"), extra)
+            check_generation_options(options.get("max_new_tokens"), options.get("seed"), extra)
         except (TypeError, ValueError) as err:
             raise AttnscopeError(f"scan's capture options: {err}") from None
 
@@ -212,12 +214,11 @@ def _check_layers(layers: Sequence[int] | None) -> list[int] | None:
     return chosen
 
 
-def _prepare_model(model: Any, tokenizer: Any, kinds: list[str], layers: list[int] | None) -> Any:
-    """The loaded model and tokenizer, once for every input; layers checked against it."""
-    from attnscope.sources.hf.checks import check_layers, layer_count
-    from attnscope.sources.hf.loading import load_model, load_tokenizer
-    from attnscope.sources.hf.vision import is_vision_model
-    from attnscope.sources.hf.wrappers import unwrap_model
+def _prepare_model(
+    model: Any, tokenizer: Any, kinds: list[str], layers: list[int] | None
+) -> ModelSession:
+    """The model's session (loaded, layers checked, tokenizer found), once for every input."""
+    from attnscope.sources.session import ModelSession
 
     if model is None:
         first = next(i for i, kind in enumerate(kinds) if kind != "trace")
@@ -225,51 +226,33 @@ def _prepare_model(model: Any, tokenizer: Any, kinds: list[str], layers: list[in
             f"model is None, but inputs[{first}] is a {kinds[first]} input that needs a model "
             "to capture it; pass the model (or give only AttentionTraces)."
         )
-    model, tokenizer = unwrap_model(model, tokenizer)
-    model = load_model(model)
-    try:
-        check_layers(layers, layer_count(model.config))
-    except (IndexError, TypeError, ValueError) as err:
-        raise AttnscopeError(str(err)) from None
-    if tokenizer is None and not is_vision_model(model):
-        try:
-            tokenizer = load_tokenizer(model)
-        except AttnscopeError:
-            if any(kind not in ("ids", "trace") for kind in kinds):
-                raise
-            # token ids alone: labelled by their ids (issue 34)
-    return model, tokenizer
+    session = ModelSession(model, tokenizer, layers=layers)
+    if not session.is_vision:
+        # token ids alone need no tokenizer: labelled by their ids (issue 34)
+        session.find_tokenizer(required=any(kind not in ("ids", "trace") for kind in kinds))
+    return session
 
 
 def _check_lengths(
-    model: Any, tokenizer: Any, inputs: Sequence[Any], kinds: list[str], options: Mapping[str, Any]
+    session: ModelSession, inputs: Sequence[Any], kinds: list[str], options: Mapping[str, Any]
 ) -> None:
     """Refuse an input longer than the model's positions (or bad ids) before any capture runs."""
-    from attnscope.sources.hf.chat import encode_chat
-    from attnscope.sources.hf.checks import check_length, position_limit
-    from attnscope.sources.hf.token_ids import encode_ids, read_token_ids
-    from attnscope.sources.hf.tokenize import encode_text
-
-    limit = position_limit(model.config)
-    max_tokens = options.get("max_tokens")
     for index, kind in enumerate(kinds):
-        if kind != "ids" and (limit is None or tokenizer is None):
+        if kind != "ids" and session.position_limit is None:
             continue
-        if kind == "ids":  # issue 34: values, one sequence and vocabulary checked here too
-            found = read_token_ids(inputs[index], f"inputs[{index}]")
-            encoded = encode_ids(model, None, found, max_tokens=max_tokens, what=f"inputs[{index}]")
-        elif kind == "text":
-            pair = options.get("text_pair")
-            encoded = encode_text(tokenizer, inputs[index], text_pair=pair, max_tokens=max_tokens)
-        elif kind == "chat":
-            generate = options.get("max_new_tokens") is not None
-            encoded, _ = encode_chat(
-                tokenizer, inputs[index], generate=generate, max_tokens=max_tokens
-            )
-        else:
+        # issue 34: token ids' values, one sequence and vocabulary checked here too
+        length = session.input_length(
+            inputs[index],
+            kind,
+            text_pair=options.get("text_pair"),
+            max_tokens=options.get("max_tokens"),
+            generate=options.get("max_new_tokens") is not None,
+            what=f"inputs[{index}]",
+        )
+        if length is None:
             continue
         try:
-            check_length(encoded.length, limit, f"inputs[{index}]")
+            session.check_length(length, f"inputs[{index}]")
         except AttnscopeError as err:
             raise AttnscopeError(f"{err} Nothing was captured.") from None
 
@@ -344,8 +327,9 @@ def scan(
     pandas = pandas_for("attnscope.scan")
     captures = any(kind != "trace" for kind in kinds)
     if captures:
-        model, tokenizer = _prepare_model(model, tokenizer, kinds, chosen_layers)
-        _check_lengths(model, tokenizer, inputs, kinds, capture_options)
+        session = _prepare_model(model, tokenizer, kinds, chosen_layers)
+        _check_lengths(session, inputs, kinds, capture_options)
+        model, tokenizer = session.model, session.tokenizer
     frames = []
     lengths = []
     with progress(len(kinds), "scan", unit="input") as bar:

@@ -153,6 +153,8 @@ def plan_generation(
             f"num_return_sequences={kwargs['num_return_sequences']!r}: a trace holds one "
             "sequence; capture each sequence on its own (with its own seed)."
         )
+    if model is None:  # the checks that need no model (scan's, before it loads one)
+        return GenerationPlan(max_new_tokens, seed, dict(kwargs))
     if model.config.is_encoder_decoder:
         raise AttnscopeError(
             f"max_new_tokens= generates with a decoder-only model; {type(model).__name__} is "
