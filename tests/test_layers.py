@@ -199,3 +199,18 @@ def test_the_contract_catches_what_it_should() -> None:
     finally:
         GRAPH.clear()
         GRAPH.update(saved)
+
+
+def test_only_sources_reaches_into_sources_hf() -> None:
+    # Issue 38: the rest of the package reaches a model through sources' front doors
+    # (sources.session, sources.inputs, sources.resolve, attnscope.capture), never through
+    # sources/hf's own files. Type-only imports count too.
+    inside = "attnscope.sources."
+    reaching = [
+        f"{m} imports {t}"
+        for m, targets in IMPORT_MAP.items()
+        if m != "attnscope.sources" and not m.startswith(inside)
+        for t in sorted(targets)
+        if t == "attnscope.sources.hf" or t.startswith("attnscope.sources.hf.")
+    ]
+    assert not reaching, "go through sources.session or sources.inputs:\n" + "\n".join(reaching)

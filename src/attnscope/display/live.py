@@ -138,7 +138,7 @@ class LiveGeneration:
         from transformers import StoppingCriteriaList
 
         from attnscope.sources import capture
-        from attnscope.sources.hf.generate import LIVE_GENERATE
+        from attnscope.sources.session import LIVE_GENERATE
 
         quiet = QUIET.set(True)  # the captures here report in the status line, not in bars
         watchers = {
@@ -175,7 +175,7 @@ class LiveGeneration:
         import torch
 
         from attnscope.sources import capture
-        from attnscope.sources.hf.token_ids import id_tokens
+        from attnscope.sources.inputs import id_tokens
 
         layers = self._capture_options.get("layers")
         ids = torch.tensor([prompt + new])
@@ -307,17 +307,10 @@ def show_generation(
     >>> seen, live.widget.view
     ([0, 1], 'head')
     """
-    from attnscope.sources.hf.capture import capture
-    from attnscope.sources.hf.generate import plan_generation
-    from attnscope.sources.hf.loading import load_model
-    from attnscope.sources.hf.token_ids import (
-        check_one_sequence,
-        check_vocabulary,
-        is_token_ids,
-        read_token_ids,
-    )
-    from attnscope.sources.hf.wrappers import unwrap_model
+    from attnscope.sources import capture
+    from attnscope.sources.inputs import is_token_ids
     from attnscope.sources.resolve import split_options
+    from attnscope.sources.session import ModelSession
 
     watched = sorted(k for k in options if k in _WATCHERS)
     if watched:
@@ -339,19 +332,16 @@ def show_generation(
         "model", {**options, "max_new_tokens": max_new_tokens}, WIDGET_OPTIONS
     )
     widget_options.pop("step", None)
-    model, tokenizer = unwrap_model(model, tokenizer)
-    model = load_model(model)
+    session = ModelSession(model, tokenizer)
+    model, tokenizer = session.model, session.tokenizer
     known = set(build) & set(_capture_parameters(capture))
-    plan_generation(
-        model,
+    session.check_generation(
         max_new_tokens,
         build.get("seed"),
         {k: v for k, v in build.items() if k not in known},
     )  # refused here, before the thread, with capture's own messages
     if is_token_ids(prompt):  # bad ids too: before the thread, not at wait()
-        found = read_token_ids(prompt, "prompt")
-        check_one_sequence(found, "prompt")
-        check_vocabulary(model, found["input_ids"], "prompt")
+        session.check_token_ids(prompt, "prompt")
     if num_beams_of(build) > 1:
         raise AttnscopeError(
             "show_generation draws tokens as generate streams them, and beam search streams "
