@@ -66,14 +66,24 @@ def text_of(tokens: int) -> str:
     return " ".join(WORDS[i % len(WORDS)] for i in range(tokens))
 
 
-def build_model(shape: dict[str, int], vocab: int, tokens: int, device: str) -> Any:
+def build_model(
+    shape: dict[str, int], vocab: int, tokens: int, device: str, window: int | None = None
+) -> Any:
+    """A random bfloat16 Llama of ``shape``; with ``window``, a Mistral whose keys slide."""
     import torch
-    from transformers import LlamaConfig, LlamaModel
+    from transformers import LlamaConfig, LlamaModel, MistralConfig, MistralModel
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=vocab, max_position_embeddings=tokens, **shape)
+    if window is None:
+        config: Any = LlamaConfig(vocab_size=vocab, max_position_embeddings=tokens, **shape)
+        kind: Any = LlamaModel
+    else:
+        config = MistralConfig(
+            vocab_size=vocab, max_position_embeddings=tokens, sliding_window=window, **shape
+        )
+        kind = MistralModel
     with torch.device(device):
-        model = LlamaModel(config).to(torch.bfloat16)
+        model = kind(config).to(torch.bfloat16)
     return model.eval()
 
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -47,12 +48,18 @@ class LargestTensors(TorchDispatchMode):
         return out
 
 
-def _tiny_llama(dtype: torch.dtype) -> Any:
-    """A causal LM (its head would make N x 30522 logits), 2 layers, 2 heads, 1 kv head, sdpa."""
-    from transformers import LlamaConfig, LlamaForCausalLM
+def _tiny_llama(dtype: torch.dtype, window: int | None = None) -> Any:
+    """A causal LM (its head would make N x 30522 logits), 2 layers, 2 heads, 1 kv head, sdpa.
+
+    With ``window``, a Mistral of the same shape whose keys are a sliding window.
+    """
+    from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(
+    kind, extra = (
+        (LlamaConfig, {}) if window is None else (MistralConfig, {"sliding_window": window})
+    )
+    config = kind(
         vocab_size=minilm()[1].vocab_size,
         hidden_size=32,
         intermediate_size=WIDEST,
@@ -60,13 +67,21 @@ def _tiny_llama(dtype: torch.dtype) -> Any:
         num_attention_heads=2,
         num_key_value_heads=1,
         max_position_embeddings=TOKENS,
+        **extra,
     )
-    return LlamaForCausalLM(config).eval().to(dtype)
+    model = (LlamaForCausalLM if window is None else MistralForCausalLM)(config)
+    return model.eval().to(dtype)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_capture_creates_no_tensor_that_grows_as_n_squared(dtype: torch.dtype) -> None:
-    model = _tiny_llama(dtype)
+@pytest.mark.parametrize(
+    ("dtype", "window"),
+    [(torch.float32, None), (torch.bfloat16, None), (torch.bfloat16, 512)],
+    ids=["causal-float32", "causal-bfloat16", "window-bfloat16"],
+)
+def test_capture_creates_no_tensor_that_grows_as_n_squared(
+    dtype: torch.dtype, window: int | None
+) -> None:
+    model = _tiny_llama(dtype, window)
     tokenizer = minilm()[1]
     assert encode(tokenizer, TOKENS)["input_ids"].shape[1] == TOKENS
     audit = LargestTensors()
@@ -75,7 +90,10 @@ def test_capture_creates_no_tensor_that_grows_as_n_squared(dtype: torch.dtype) -
     stream = trace.streams["self"]
     assert stream.queries is not None
     assert stream.queries.shape == (2, 2, TOKENS, 16)
-    assert stream.mask is None  # the causal mask is a rule, not a stored N x N array
+    assert stream.mask is None  # the mask is a rule or key spans, not a stored N x N array
+    if window is not None:
+        spans = np.asarray(stream.key_spans)[0]
+        assert spans[-1].tolist() == [TOKENS - window, TOKENS]
     limit = max(EAGER_BLOCK_VALUES, PER_TOKEN * WIDEST * TOKENS)
     assert limit * 16 <= TOKENS * TOKENS  # an N x N tensor would be obvious
     over = {op: n for op, n in audit.largest.items() if n > limit}

@@ -29,6 +29,7 @@ from attnscope.sources.hf.recorder import (
     CannotRecordError,
     Recorder,
 )
+from attnscope.sources.hf.row_mask import skipped_or_lazy
 
 # Output fields holding attention, and the stream each becomes.
 FIELDS = {
@@ -81,6 +82,10 @@ def boolean_mask(**kwargs: Any) -> Any:
     here too, and the recorder, told by the probe which calls are causal,
     computes them with ``is_causal`` or a causal mask made a block of query
     rows at a time (:func:`~attnscope.sources.hf.recorder.eager_in_blocks`).
+    Any other mask past :data:`~attnscope.sources.hf.row_mask.DENSE_MASK_VALUES`
+    (a sliding window, chunks, padding) is a
+    :class:`~attnscope.sources.hf.row_mask.RowMask`: its recipe, evaluated a block
+    of query rows at a time where attention needs it, never N² at once.
 
     Examples
     --------
@@ -90,7 +95,7 @@ def boolean_mask(**kwargs: Any) -> Any:
     from transformers.masking_utils import sdpa_mask
 
     kwargs.pop("dtype", None)
-    return sdpa_mask(**kwargs)
+    return skipped_or_lazy(sdpa_mask, kwargs)
 
 
 def dense_mask(**kwargs: Any) -> Any:

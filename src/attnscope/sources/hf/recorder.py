@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from attnscope.sources.hf.row_mask import RowMask
+
 AttentionFunction = Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
 
 
@@ -50,7 +52,8 @@ class AttentionCall:
     query: torch.Tensor | None = None
     key: torch.Tensor | None = None
     scaling: float = 1.0
-    mask: torch.Tensor | None = None
+    mask: torch.Tensor | RowMask | None = None
+    """True where a key is hidden; a :class:`RowMask` (True = attend) past a dense mask's size."""
     bias: torch.Tensor | None = None
     softcap: float = 0.0
     sinks: torch.Tensor | None = None
@@ -184,6 +187,8 @@ REFERENCE_ROWS = 8
 """Query rows per recorded call whose weights eager attention computes for reference."""
 EAGER_BLOCK_VALUES = 1 << 22
 """Most scores (heads x query rows x keys) one eager call computes: 16 MiB of float32."""
+FAST_BLOCK_VALUES = 1 << 22
+"""Most scores one sdpa call over a block of rows of a :class:`RowMask` computes (16 MiB)."""
 
 
 def out_tolerance(dtype: torch.dtype) -> float:
@@ -206,6 +211,8 @@ def out_tolerance(dtype: torch.dtype) -> float:
 
 def _rows_of(value: Any, rows: torch.Tensor | slice, q_len: int) -> Any:
     """The query rows of an attention-shaped (4-D, ``(..., q_len, k)``) argument."""
+    if isinstance(value, RowMask):
+        return value.rows(rows)
     if isinstance(value, torch.Tensor) and value.ndim == 4 and value.shape[-2] == q_len > 1:
         if isinstance(rows, slice):
             return value[..., rows, :]
@@ -261,7 +268,7 @@ def eager_in_blocks(
         stop = min(start + step, count)
         part: torch.Tensor | slice = slice(start, stop) if rows is None else rows[start:stop]
         if rows is None and start == 0 and stop == q_len:
-            block_query, block_mask, sliced = query, mask, kwargs
+            block_query, block_mask, sliced = query, _rows_of(mask, part, q_len), kwargs
         else:
             block_query = (
                 query[:, :, part] if isinstance(part, slice) else query.index_select(2, part)
@@ -377,6 +384,8 @@ class Recorder:
         """
         if mask is None:
             return None, False
+        if isinstance(mask, RowMask):  # a window, chunks or padding: never a plain causal one
+            return mask, False
         key = (mask.data_ptr(), tuple(mask.shape))
         if key not in self._causal:  # layers share one mask tensor: check it once
             if mask.shape[0] != 1:
@@ -385,16 +394,18 @@ class Recorder:
                 self._causal[key] = _is_plain_causal(mask, None, attend=True)
             else:
                 blocked, folded = self._split_mask(mask, int(mask.shape[-1]))
-                whole = None if blocked is None else blocked[None]
+                whole = blocked[None] if isinstance(blocked, torch.Tensor) else None
                 self._causal[key] = _is_plain_causal(whole, folded)
         return (None, True) if self._causal[key] else (mask, False)
 
     def _split_mask(
-        self, mask: torch.Tensor | None, k_len: int
-    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        """:func:`split_mask`, once per mask tensor (layers share one)."""
+        self, mask: torch.Tensor | RowMask | None, k_len: int
+    ) -> tuple[torch.Tensor | RowMask | None, torch.Tensor | None]:
+        """:func:`split_mask`, once per mask tensor (layers share one); a RowMask as it is."""
         if mask is None:
             return None, None
+        if isinstance(mask, RowMask):
+            return (mask if mask.k_len == k_len else mask[..., :k_len]), None
         key = (mask.data_ptr(), tuple(mask.shape), k_len)
         if key not in self._split:
             blocked, folded = split_mask(mask, k_len)
@@ -419,8 +430,23 @@ class Recorder:
         mask, causal = (None, True) if rule else self._for_sdpa(attention_mask)
         # eager ignores is_causal (the mask says it all), so ours replaces the model's
         rest = {k: v for k, v in kwargs.items() if k != "is_causal"}
-        out, _ = function(module, query, key, value, mask, is_causal=causal, **rest)
-        return out
+        if not isinstance(mask, RowMask):
+            out, _ = function(module, query, key, value, mask, is_causal=causal, **rest)
+            return out
+        # A mask made a block of query rows at a time: sdpa a block of rows at a time too.
+        q_len = query.shape[-2]
+        step = max(1, FAST_BLOCK_VALUES // max(query.shape[1] * key.shape[-2], 1))
+        outs = []
+        for start in range(0, q_len, step):
+            part = slice(start, min(start + step, q_len))
+            sliced = {k: _rows_of(v, part, q_len) for k, v in rest.items()}
+            block, _ = function(
+                module, query[:, :, part], key, value, mask.rows(part), is_causal=False, **sliced
+            )
+            outs.append(block)
+        # sdpa returns (batch, q, heads, d); the query axis is the one the blocks cut
+        axis = 1 if outs[0].shape[1] == min(step, q_len) else 2
+        return outs[0] if len(outs) == 1 else torch.cat(outs, dim=axis)
 
     def __call__(
         self,

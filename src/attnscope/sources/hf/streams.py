@@ -26,6 +26,7 @@ import torch
 from attnscope.errors import AttnscopeError
 from attnscope.sources.hf.layer_groups import Axis, Calls, group_layers
 from attnscope.sources.hf.recorder import AttentionCall, reference_rows
+from attnscope.sources.hf.row_mask import RowMask
 from attnscope.trace import AttentionStream, BoolArray, FloatArray, Side
 from attnscope.trace.key_spans import blocked_from_spans, spans_from_blocked
 
@@ -41,6 +42,15 @@ def _pick(tensor: torch.Tensor, rows: list[int] | None, cols: list[int] | None) 
     if cols is not None and tensor.shape[-1] > 1:
         tensor = tensor[..., cols]
     return tensor
+
+
+def _hidden(mask: torch.Tensor | RowMask) -> torch.Tensor:
+    """A call's mask as ``(1 or heads, q, k)`` booleans, True where a key is hidden.
+
+    A :class:`RowMask` is built whole here: only when its keys are not one
+    span per query (no rule fits), as the mask transformers would have made.
+    """
+    return ~mask.dense()[0] if isinstance(mask, RowMask) else mask
 
 
 def _stack_terms(
@@ -189,7 +199,7 @@ def _into_one(
 
 
 def _spans(
-    masks: Sequence[torch.Tensor | None],
+    masks: Sequence[torch.Tensor | RowMask | None],
     trim: tuple[list[int] | None, list[int] | None],
     q_len: int,
     k_len: int,
@@ -211,9 +221,12 @@ def _spans(
         if mask is None:
             spans.append(np.tile(np.array([[0, k_len]], np.int32), (q_len, 1)))
             continue
-        if mask.shape[0] != 1:
+        if isinstance(mask, RowMask):  # a block of rows at a time, never N² at once
+            if id(mask) not in found:
+                found[id(mask)] = mask.spans(rows, cols)
+        elif mask.shape[0] != 1:
             return None  # a mask per head: kept dense
-        if id(mask) not in found:  # layers share one mask tensor: one pass over it
+        elif id(mask) not in found:  # layers share one mask tensor: one pass over it
             picked = torch.broadcast_to(_pick(mask, rows, cols)[0], (q_len, k_len))
             found[id(mask)] = spans_from_blocked(picked.cpu())
         span = found[id(mask)]
@@ -322,7 +335,7 @@ def build_stream(
             if c.causal
             else None
             if m is None
-            else _pick(m, rows, cols)
+            else _pick(_hidden(m), rows, cols)
             for c, m in zip(records, masks, strict=True)
         ]
         stacked = _stack_terms(picked, heads, q_len, k_len, False)
@@ -391,7 +404,7 @@ def _weights_stream(
         _check_rows(layer.cpu().numpy(), None, False, name, dtype)
         weights.append(layer.to(torch.float16))
     heads, q_len, k_len = weights[0].shape
-    masks = [None if c.mask is None else _pick(c.mask, rows, cols) for c in records]
+    masks = [None if c.mask is None else _pick(_hidden(c.mask), rows, cols) for c in records]
     mask = _stack_terms(masks, heads, q_len, k_len, False)
     return AttentionStream(
         torch.stack(weights).cpu().numpy(),
