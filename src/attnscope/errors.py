@@ -71,3 +71,31 @@ class ModelNotFoundError(AttnscopeError, OSError):
     >>> issubclass(ModelNotFoundError, OSError), issubclass(ModelNotFoundError, ValueError)
     (True, True)
     """
+
+
+class ScanFolderError(AttnscopeError):
+    """``scan(..., out=folder)`` was given a folder that is not this scan's to resume.
+
+    The folder is a file, holds other files and no ``scan.json``, or holds a
+    scan with other settings or other inputs; the message names the difference
+    and the fixes (a new folder, or ``overwrite=True``). Nothing in it is touched.
+
+    Examples
+    --------
+    >>> from attnscope.errors import AttnscopeError, ScanFolderError
+    >>> issubclass(ScanFolderError, AttnscopeError)
+    True
+    """
+
+
+class ScanRankError(AttnscopeError, RuntimeError):
+    """An input failed on one rank of a distributed scan; every rank raises this, naming both.
+
+    Also a :class:`RuntimeError`: the input was fine to start, its run failed.
+
+    Examples
+    --------
+    >>> from attnscope.errors import ScanRankError
+    >>> issubclass(ScanRankError, RuntimeError), issubclass(ScanRankError, ValueError)
+    (True, True)
+    """

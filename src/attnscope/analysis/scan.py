@@ -10,14 +10,16 @@ capture that keeps q and k, one block of rows of its weights).
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attnscope._progress import progress
 from attnscope.analysis.access import pick_stream
 from attnscope.analysis.frames import head_frame, pandas_for
+from attnscope.analysis.scan_shard import on_rank_zero, run_inputs, token_weights
+from attnscope.analysis.scan_store import ScanStore, input_digest, scan_settings
 from attnscope.analysis.statistics import STATISTICS, statistic_table
 from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionTrace
@@ -265,6 +267,8 @@ def scan(
     layers: Sequence[int] | None = None,
     statistics: str | Sequence[str] | None = None,
     stream: str | None = None,
+    out: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
     **capture_options: Any,
 ) -> pd.DataFrame:
     """:func:`~attnscope.head_stats` of every input, stacked: one row per (input, layer, head).
@@ -294,6 +298,14 @@ def scan(
     stream
         Which stream of each trace (``"encoder"``, ``"decoder"``, ``"cross"``);
         None for each trace's first.
+    out
+        A folder to write each input's rows to as soon as they are computed
+        (one Parquet file per input, written atomically, beside ``scan.json``
+        with the scan's settings). Rerun with the same ``out=`` and settings
+        to resume: inputs already written are read back, not captured again.
+        Other settings or inputs there are refused (see ``overwrite``).
+    overwrite
+        With ``out=``, delete a previous scan's files there and start again.
     **capture_options
         Passed to :func:`attnscope.capture` for every input (``max_tokens``,
         ``max_new_tokens``, ``text_pair``, ``target``, generation settings).
@@ -304,7 +316,18 @@ def scan(
         Columns ``input`` (the index into ``inputs``), ``layer``, ``head``,
         then each statistic; input-major, then layer, then head. Its values
         are those of ``head_stats`` of each input's own trace.
-        ``df.attrs["tokens"]`` lists each input's token count.
+        ``df.attrs["tokens"]`` lists each input's token count,
+        ``df.attrs["resumed_inputs"]`` how many were read from ``out=``, and
+        ``df.attrs["world_size"]`` how many ranks shared the inputs.
+
+    Notes
+    -----
+    Under ``torch.distributed`` (``torchrun``, ``accelerate launch``) the
+    inputs are shared among the ranks, balanced by token count; each rank
+    captures its share with its own copy of the model (on its own device),
+    and every rank returns the same DataFrame, as one process would. An input
+    that fails on one rank stops every rank with a
+    :class:`~attnscope.errors.ScanRankError` naming the rank and the input.
 
     Examples
     --------
@@ -326,30 +349,54 @@ def scan(
     check_capture_options(capture_options)
     pandas = pandas_for("attnscope.scan")
     captures = any(kind != "trace" for kind in kinds)
+    session: ModelSession | None = None
     if captures:
         session = _prepare_model(model, tokenizer, kinds, chosen_layers)
         _check_lengths(session, inputs, kinds, capture_options)
         model, tokenizer = session.model, session.tokenizer
-    frames = []
-    lengths = []
-    with progress(len(kinds), "scan", unit="input") as bar:
-        for index, kind in enumerate(kinds):
-            frame, length = _scan_one(
-                model,
-                inputs[index],
-                kind=kind,
-                tokenizer=tokenizer,
-                layers=chosen_layers,
-                stream=stream,
-                options=capture_options,
-            )
-            frame = frame[["layer", "head", *names]]
-            frame.insert(0, "input", np.int64(index))
-            frames.append(frame)
-            lengths.append(length)
-            bar.update(1)
-    result: pd.DataFrame = pandas.concat(frames, ignore_index=True)
-    result.attrs["tokens"] = lengths
+
+    def one(index: int) -> tuple[pd.DataFrame, int]:
+        frame, length = _scan_one(
+            model,
+            inputs[index],
+            kind=kinds[index],
+            tokenizer=tokenizer,
+            layers=chosen_layers,
+            stream=stream,
+            options=capture_options,
+        )
+        frame = frame[["layer", "head", *names]]
+        frame.insert(0, "input", np.int64(index))
+        return frame, length
+
+    store: ScanStore | None = None
+    done: list[int] = []
+    if out is not None:  # issue 37: write as it goes, resume what is there
+        settings = scan_settings(
+            model if captures else None,
+            tokenizer if captures else None,
+            statistics=names,
+            layers=chosen_layers,
+            stream=stream,
+            options=capture_options,
+        )
+        digests = [input_digest(item, kind) for item, kind in zip(inputs, kinds, strict=True)]
+        store, done = on_rank_zero(
+            lambda: ScanStore.open(out, settings, digests, overwrite=overwrite)
+        )
+    ran = run_inputs(
+        len(kinds),
+        one,
+        weights=lambda: token_weights(session, inputs, kinds, dict(capture_options)),
+        description="scan",
+        unit="input",
+        store=store,
+        done=done,
+    )
+    result: pd.DataFrame = pandas.concat([frame for frame, _ in ran.results], ignore_index=True)
+    result.attrs["tokens"] = [length for _, length in ran.results]
+    result.attrs["resumed_inputs"] = ran.resumed
+    result.attrs["world_size"] = ran.world_size
     return result
 
 
