@@ -7,6 +7,7 @@ import { parseTileKey, tileFromAttn, tileFromQk } from "./derive_tiles";
 import { decodeEmbedded, type EmbeddedChunk } from "./saved";
 import type { ModelHost, WidgetTraits } from "./traits";
 import type { Chunk, Meta, StreamMeta } from "./wire/types";
+import { metaProblem } from "./wire/validate_meta";
 
 export type { EmbeddedChunk } from "./saved";
 
@@ -34,12 +35,20 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
     for (const fn of [...(handlers.get(event) ?? [])]) fn(...args);
   };
 
+  // The chunks' specs are checked against _meta when it is valid (js/bind.ts mounts nothing otherwise).
+  let metaSeen: unknown, metaChecked: Meta | undefined;
+  const checkedMeta = (): Meta | undefined => {
+    const meta = values.get("_meta");
+    if (meta !== metaSeen) { metaSeen = meta; metaChecked = metaProblem(meta) === null ? (meta as Meta) : undefined; }
+    return metaChecked;
+  };
+
   async function decode(key: string): Promise<Chunk> {
     const hit = decoded.get(key);
     if (hit) return hit;
     const e = chunks[key];
     if (!e) return derive(key) ?? { key, arrays: {}, error: "not included in this exported page (left out to bound its size)" };
-    const c = await decodeEmbedded(key, e);
+    const c = await decodeEmbedded(key, e, checkedMeta());
     if (!c.error) decoded.set(key, c);
     return c;
   }

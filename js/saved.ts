@@ -1,8 +1,10 @@
 // The chunks a widget's saved state holds (`_saved`: its first screen, docs/protocol.md
 // "Saved widget state"), read without a kernel, so nbconvert, nbviewer and docs pages draw.
 import { embeddedBytes, inflateBase64, splitConcatenated } from "./data";
+import { type DecodeLedger, pageLedger } from "./decode_budget";
 import type { ModelHost } from "./traits";
-import type { Chunk, EmbeddedChunk } from "./wire/types";
+import { arraysProblem } from "./wire/check_chunk";
+import type { ArraySpec, Chunk, EmbeddedChunk, Meta } from "./wire/types";
 
 export type { EmbeddedChunk } from "./wire/types";
 
@@ -16,16 +18,43 @@ export const SAVED_NOTE =
   "Drawn from the notebook's saved widget state, as it was displayed; other layers, heads " +
   "and views need a running kernel (or widget.save_html(path) for an offline page with all of them).";
 
-/** Decode one embedded chunk (errors become the chunk's error). */
-export async function decodeEmbedded(key: string, e: EmbeddedChunk): Promise<Chunk> {
-  if (e.error) return { key, arrays: {}, error: e.error };
+/** The specs of an embedded chunk, each an object with a name (anything else throws). */
+function specsOf(e: unknown): ArraySpec[] {
+  if (typeof e !== "object" || e === null || Array.isArray(e)) throw new Error("it is not an object");
+  const specs = (e as EmbeddedChunk).arrays ?? [];
+  if (!Array.isArray(specs)) throw new Error("its arrays are not a list");
+  for (const s of specs as unknown[]) {
+    if (typeof s !== "object" || s === null || typeof (s as ArraySpec).name !== "string") throw new Error("an array of it has no name");
+  }
+  return specs;
+}
+
+/**
+ * Decode one embedded chunk (errors become the chunk's error). Before anything is inflated its
+ * specs are checked (sizes, and with `meta` the arrays its key's kind holds: js/wire/check_chunk.ts)
+ * and its decoded bytes charged to the page's budget (js/decode_budget.ts).
+ */
+export async function decodeEmbedded(key: string, e: EmbeddedChunk, meta?: Meta, ledger: DecodeLedger = pageLedger()): Promise<Chunk> {
+  let refund = (): void => undefined;
   try {
-    const specs = e.arrays ?? [];
+    if (typeof e?.error === "string") return { key, arrays: {}, error: e.error };
+    const specs = specsOf(e);
     const expected = embeddedBytes(specs);
-    const bytes = e.data ? await inflateBase64(e.data, expected) : new Uint8Array(0);
+    const problem = meta ? arraysProblem(meta, key, specs) : null;
+    if (problem) return { key, arrays: {}, error: `it does not match the widget's _meta: ${problem}` };
+    // float16 arrays decode to float32 beside the inflated bytes.
+    const halves = specs.filter((s) => s.encoding === "f16-shuffled").reduce((n, s) => n + 4 * s.shape.reduce((a, b) => a * b, 1), 0);
+    refund = ledger.charge(expected + halves);
+    const bytes = typeof e.data === "string" && e.data ? await inflateBase64(e.data, expected) : new Uint8Array(0);
     if (bytes.byteLength !== expected) throw new Error(`it holds ${bytes.byteLength} bytes where its arrays need ${expected}`);
-    return { key, arrays: splitConcatenated(specs, bytes) };
+    const arrays = splitConcatenated(specs, bytes);
+    // From here the bytes are the arrays': they are given back when the arrays are collected.
+    refund = () => undefined;
+    ledger.holdUntilCollected(bytes.buffer, expected);
+    for (const a of Object.values(arrays)) if (a.data.buffer !== bytes.buffer) ledger.holdUntilCollected(a.data.buffer, a.data.byteLength);
+    return { key, arrays };
   } catch (err) {
+    refund();
     return { key, arrays: {}, error: `could not decode: ${(err as Error).message}` };
   }
 }

@@ -3,14 +3,7 @@
 // as it passes the claim, so a deflate bomb is an error on that chunk, not gigabytes.
 import { embeddedBytes, inflateBase64, MAX_CHUNK_BYTES } from "../../js/data";
 import { decodeEmbedded } from "../../js/saved";
-
-async function deflated(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
-  const stream = new Blob([bytes]).stream().pipeThrough(new CompressionStream("deflate-raw"));
-  const z = new Uint8Array(await new Response(stream).arrayBuffer());
-  let text = "";
-  for (const b of z) text += String.fromCharCode(b);
-  return btoa(text);
-}
+import { deflated } from "./helpers/deflate";
 
 describe("embedded chunks are bounded by their specs", () => {
   it("lay out arrays 8-byte aligned, as the page writes them", () => {
