@@ -58,6 +58,7 @@ from attnscope.sources.hf.value_norms import recording as value_recording
 from attnscope.sources.hf.value_norms import value_paths
 from attnscope.sources.hf.vision import encode_image, is_vision_model
 from attnscope.sources.hf.vlm import encode_prompt_with_images
+from attnscope.sources.hf.work_device import check_device, work_device
 from attnscope.sources.hf.wrappers import unwrap_model
 from attnscope.trace import AttentionStream, AttentionTrace, Side
 from attnscope.trace.images import ImageRegion
@@ -288,6 +289,7 @@ def capture(
     images: Any = None,
     processor: Any = None,
     value_norms: bool = False,
+    device: str | None = None,
     **generate_kwargs: Any,
 ) -> AttentionTrace:
     """Run ``model`` on ``text`` once and return its attention as an :class:`AttentionTrace`.
@@ -359,6 +361,12 @@ def capture(
         weight; ``heads x tokens`` floats per layer) in ``trace.stream.value_norms``;
         :func:`attnscope.head_stats` then adds ``sink_value``. GPT-2, Llama-like and
         BERT-family layers; others are refused before the model runs.
+    device
+        Where the trace recomputes attention from q and k when the widget or an
+        analysis asks (``trace.device``; q and k themselves are kept in host
+        memory, O(N · d) per layer). None: the model's device when it has room
+        for one layer's keys and a block of scores, else the host (noted).
+        Checked before the model runs.
     **generate_kwargs
         With ``max_new_tokens``: settings for ``model.generate``
         (``do_sample``, ``temperature``, ``top_k``, ``num_beams`` ...).
@@ -404,6 +412,7 @@ def capture(
     if chosen == list(range(count)):
         chosen = None  # all of them: no probe pass needed
     check_max_tokens(max_tokens)
+    check_device(device)  # issue 33: where on-demand work runs
     if target is not None and not model.config.is_encoder_decoder:
         raise AttnscopeError(
             f"target= is the decoder text of an encoder–decoder model (T5, BART); "
@@ -474,6 +483,10 @@ def capture(
                 route, calls = _run_route(model, "attention-only", forward, chosen, notes)
             streams = _streams(model, calls, sides, route, notes)
         notes += _dtype_note(model, streams)
+        where, moved = work_device(_input_device(model), device, streams)
+        for stream in streams:
+            stream.device = where
+        notes += [moved] if moved else []
         if paths is not None:
             values.attach(streams[0], source.trim)
     trace = AttentionTrace.from_streams(
