@@ -22,6 +22,7 @@ from attnscope.errors import AttnscopeError
 
 if TYPE_CHECKING:
     from attnscope.display.shown import ShownWidget
+    from attnscope.encode.selection import ViewName
 
 SNAPSHOT_BYTES = 2_000_000
 """Most bytes of attention data (base64 text) one snapshot embeds.
@@ -153,6 +154,12 @@ def saved_chunks(widget: ShownWidget, *, max_bytes: int = SAVED_STATE_BYTES) -> 
     drops those from a widget's initial state); at most ``max_bytes``, the
     current layer first (``docs/protocol.md``, "Saved widget state").
 
+    Never empty for a shown view: when the current view's first chunk alone
+    is larger than ``max_bytes`` (the neuron view's q and k of a long input),
+    the state holds a smaller first screen instead, that of another view the
+    widget offers (the model view's thumbnails and overview tile, or the
+    overview tile alone), and the front end's note says what it holds.
+
     Examples
     --------
     >>> import numpy as np
@@ -160,26 +167,49 @@ def saved_chunks(widget: ShownWidget, *, max_bytes: int = SAVED_STATE_BYTES) -> 
     >>> w = AttentionWidget(AttentionTrace(["a", "b"], np.full((2, 4, 2, 2), 0.5, np.float32)))
     >>> sorted(saved_chunks(w)), sorted(saved_chunks(w)["top:self:0"])
     (['top:self:0'], ['arrays', 'data'])
+    >>> sorted(saved_chunks(w, max_bytes=230))  # no room for the head view's: the model view's
+    ['thumbs:self']
     """
     comparison = widget.comparison
+    state = {"stream": widget.stream, "layer": widget.layer}
     packed, _ = embed_chunks(
         widget.trace,
-        {"stream": widget.stream, "layer": widget.layer},
+        state,
         max_bytes,
         (widget.view,),
         None if comparison is None else widget.compared_chunks,
         keys=None if comparison is not None else _shown_keys(widget),
         encode=widget.chunk_cache.encode,
     )
+    if packed or comparison is not None:
+        return packed
+    for keys in _smaller_first_screens(widget):
+        packed, _ = embed_chunks(
+            widget.trace, state, max_bytes, keys=keys, encode=widget.chunk_cache.encode
+        )
+        if packed:
+            return packed
     return packed
 
 
-def _shown_keys(widget: ShownWidget) -> list[str]:
-    # The plan (encode/plan.py) of what the current view draws first, from the widget's state.
+def _smaller_first_screens(widget: ShownWidget) -> list[list[str]]:
+    """First screens to save, smallest last, when the current view's does not fit.
+
+    The model view's (its thumbnails and the head's overview tile) where the
+    widget offers that view, then the overview tile alone: 256 x 256 bytes
+    at most, whatever the input's length.
+    """
+    model = _shown_keys(widget, view="model")
+    return [model, [model[-1]]] if "model" in widget.views else []
+
+
+def _shown_keys(widget: ShownWidget, view: ViewName | None = None) -> list[str]:
+    # The plan (encode/plan.py) of what the current view (or `view`) draws first.
+    view = widget.view if view is None else view
     own = getattr(widget, "_page_keys", None)  # segments=, or collapsed images
-    rows = own is not None and widget.view == "head" and getattr(widget, "segment_rows", True)
+    rows = own is not None and view == "head" and getattr(widget, "segment_rows", True)
     shown = Shown(
-        view=widget.view,
+        view=view,
         stream=widget.stream,
         layer=widget.layer,
         head=widget.head,
