@@ -3,6 +3,7 @@
 import { bindStep } from "./generation";
 import { helpButton } from "./help";
 import { keepsKey } from "./keys";
+import { isolate } from "./label_text";
 import { THEME_LABELS, VIEW_LABELS } from "./labels";
 import { offeredViews } from "./offered_views";
 import { THEMES } from "./selection";
@@ -69,7 +70,9 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
   const sides = meta.comparison ? compareToggle(L, store, meta) : null;
   if (sides) controls.before(sides.el);
   const notes = h("div", "attnscope-notes");
-  notes.textContent = (meta.notes ?? []).join(" ");
+  // Each note isolated: a bidi control in one (a token it quotes, a crafted saved state)
+  // cannot reorder the next, nor attnscope's own note after it.
+  notes.textContent = (meta.notes ?? []).map(isolate).join(" ");
   notes.hidden = !meta.notes?.length;
   const host = h("div", "attnscope-viewhost");
   root.append(header, help.panel, ...(meta.comparison ? [comparisonSummary(meta.comparison)] : []), notes, host);

@@ -1,5 +1,6 @@
 // A chunk key said in the words of the views (which view's data, of which layer
 // and head), for messages: a reader never sees keys such as `qk:self:3:0`.
+import { isolate } from "./label_text";
 import { keyParts } from "./wire/keys";
 import type { Meta } from "./wire/types";
 
@@ -24,7 +25,7 @@ export function chunkWords(key: string, meta: Meta): string {
   const what = WHAT[kind];
   const sm = meta.streams[stream];
   if (!what || !sm) return key;
-  const of = Object.keys(meta.streams).length > 1 ? ` (${sm.label ?? stream})` : "";
+  const of = Object.keys(meta.streams).length > 1 ? ` (${isolate(sm.label ?? stream)})` : "";
   if (layer === undefined || kind === "thumbs" || kind === "stats" || kind === "pixels") return `${what}${of}`;
   const number = sm.layers[Number(layer)] ?? layer;
   const where = kind === "qk" || kind === "attn" ? `layer ${number} · head ${last}` : `layer ${number}${last !== undefined ? ` (rows ${last}…)` : ""}`;

@@ -2,6 +2,7 @@
 // the neuron view's column headers, and each view's caption (model, layer, head, query, scale, rank).
 import { createChunkSource, decodeChunks } from "../../js/data";
 import { captioned, pictureSvg, wrapCaption } from "../../js/export_image";
+import { isolate } from "../../js/label_text";
 import type { Picture } from "../../js/paint/painter";
 import type { Meta } from "../../js/wire/types";
 import { renderHeadView } from "../../js/views/head/head";
@@ -69,7 +70,7 @@ describe("view exports", () => {
     const all = texts(await savedSvg(view));
     for (const header of ["key", "k", "q × k", "q · k", "score", "weight"]) expect(all).toContain(header);
     const caption = all.slice(0, 3).join(" ");
-    expect(caption).toContain(`${f.meta.title} · neuron view · layer 1 · head 2`);
+    expect(caption).toContain(`${isolate(f.meta.title ?? "")} · neuron view · layer 1 · head 2`); // the title isolated
     expect(caption).toContain('query “\u2068tok3\u2069” (#3)'); // the label isolated, as every image label
     expect(caption).toContain("+ bias");
   });
@@ -87,9 +88,9 @@ describe("view exports", () => {
     const view = ctx.root.querySelector<HTMLElement>('[data-testid="model-view"]')!;
     await until(() => view.dataset.ready === "true" && view.dataset.rankedBy === "sink");
     const caption = texts(await savedSvg(view)).join(" ");
-    expect(caption).toContain(`${f.meta.title} · model view`);
+    expect(caption).toContain(`${isolate(f.meta.title ?? "")} · model view`);
     expect(caption).toContain("rows: layers, columns: heads");
-    expect(caption).toContain("ranked by attention sink");
+    expect(caption).toContain(`ranked by ${isolate("attention sink")}`);
   });
 
   it("the head view's caption is above the labels and says which rows of a long input are drawn", async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { isolate } from "../../js/label_text";
 import type { TopRows } from "../../js/views/head/head_lines";
 import {
   asTopRows, decodeTop, densify, hideTokens, keepQueries, logWeight, mergeWords, stackHeads, summedKeys, type Rows,
@@ -120,7 +121,7 @@ describe("model statistics", () => {
       prev: { dtype: "f32" as const, shape: [1, 2], data: Float32Array.from([NaN, 0.125]) },
     } };
     const stats = [{ name: "sink", label: "", formula: "", source: "" }, { name: "prev", label: "", formula: "", source: "" }];
-    expect(cellNumbers(chunk, stats, 2, 0, 1)).toEqual(["sink 0.25", "prev 0.13"]);
-    expect(cellNumbers(chunk, stats, 2, 0, 0)).toEqual(["sink 0.50", "prev n/a"]);
+    expect(cellNumbers(chunk, stats, 2, 0, 1)).toEqual([`${isolate("sink")} 0.25`, `${isolate("prev")} 0.13`]); // names isolated
+    expect(cellNumbers(chunk, stats, 2, 0, 0)).toEqual([`${isolate("sink")} 0.50`, `${isolate("prev")} n/a`]);
   });
 });

@@ -1,6 +1,7 @@
 // The image view's geometry and colours (js/views/image/image_geometry.ts): panels, hit tests,
 // a query's weights from an `image:` chunk, the tokens that weigh a patch most, the overlay.
 import { imageKey, parseChunkKey, pixelsKey, writeChunkKey } from "../../js/wire/keys";
+import { isolate } from "../../js/label_text";
 import { offeredViews } from "../../js/offered_views";
 import type { ImagesMeta } from "../../js/wire/types";
 import {
@@ -39,7 +40,7 @@ describe("image view layout", () => {
 
   it("names grids by their patches, tiles and extra names", () => {
     expect(gridTitle(META, 0, 0)).toBe("img0 · 2×4 patches in 1×2 tiles");
-    expect(gridTitle(META, 0, 1)).toBe("img0 · overview 1×2");
+    expect(gridTitle(META, 0, 1)).toBe(`img0 · ${isolate("overview")} 1×2`); // the grid's name isolated
     expect(gridTitle(META, 1, 0)).toBe("img1 · 3×1 patches");
   });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { isolate } from "../../js/label_text";
 import { readTheme } from "../../js/colors";
 import type { Painter } from "../../js/paint/painter";
 import { cellOrigin, gridGeometry } from "../../js/views/model/model_grid";
@@ -49,7 +50,7 @@ describe("the ranking's badges", () => {
   it("state their scale, and draw no bars when every value shows alike", () => {
     const spread = barScale(Float32Array.from([0.12, 0.5, 0.95]), "prev");
     expect(spread).toMatchObject({ min: expect.closeTo(0.12, 6), max: expect.closeTo(0.95, 6) });
-    expect(spread.legend).toBe("bars: prev, empty at 0.12 (lowest head) → full at 0.95 (highest)");
+    expect(spread.legend).toBe(`bars: ${isolate("prev")}, empty at 0.12 (lowest head) → full at 0.95 (highest)`);
     // 4002-token GPT-2: every entropy within 1e-4, every label "7.30": bars would invent contrast.
     const flat = barScale(Float32Array.from([7.30001, 7.30009, 7.3]), "entropy");
     expect(flat.max).toBe(flat.min);

@@ -1,6 +1,7 @@
 // The model view's "collapse images" (js/views/model/model_segments.ts): the bytes a
 // segment-mass cell is drawn from, and the box bound to `segment_rows` that swaps every
 // cell's token × token thumbnail for its segment × segment mass, a layer's chunk at a time.
+import { isolate } from "../../js/label_text";
 import { renderModelView } from "../../js/views/model/model";
 import { gridGeometry } from "../../js/views/model/model_grid";
 import { NOT_SAVED, segmentBytes } from "../../js/views/model/model_segments";
@@ -107,7 +108,7 @@ describe("model view: collapse images", () => {
     expect(preview.dataset.source).toBe("segments");
     const caption = preview.querySelector(".attnscope-mv-caption")!.textContent ?? "";
     expect(caption).toContain("images collapsed");
-    expect(caption).toContain("query img0 (2×2 patches) → key a: 0.400");
+    expect(caption).toContain(`query ${isolate("img0 (2×2 patches)")} → key ${isolate("a")}: 0.400`);
     // The preview's axes are the segments: two labels each way.
     expect(preview.dataset.queryLabels).toBe("2");
     expect(preview.dataset.keyLabels).toBe("2");

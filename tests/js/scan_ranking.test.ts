@@ -1,6 +1,7 @@
 // The model view ranked by a scan (widget `scan=`, issue 24): the `stats:` chunk carries
 // `scan:<c>` means and `scan:<c>:spread` arrays, and `_meta.statistics` names them.
 import { describe, expect, it } from "vitest";
+import { isolate as iso } from "../../js/label_text";
 import type { Side } from "../../js/tokens";
 import type { Chunk } from "../../js/wire/types";
 import { stepCaption, strongestKey, strongestKeyTies } from "../../js/views/head/head_step";
@@ -21,15 +22,15 @@ describe("a scan's statistic in the model view", () => {
   it("names the input where the hovered head is strongest", () => {
     const chunk = { key: "stats:self", arrays: { "scan:prev": f32([0.2, 0.75, 0.5]), "scan:prev:strongest": f32([2, 0, NaN]) } };
     const stats = [{ ...scanPrev, spread: undefined, strongest: "scan:prev:strongest" }];
-    expect(cellNumbers(chunk, stats, 3, 0, 0)).toEqual(["scan:prev 0.20 (strongest: input 2)"]);
-    expect(cellNumbers(chunk, stats, 3, 0, 2)).toEqual(["scan:prev 0.50"]);
+    expect(cellNumbers(chunk, stats, 3, 0, 0)).toEqual([`${iso("scan:prev")} 0.20 (strongest: input 2)`]);
+    expect(cellNumbers(chunk, stats, 3, 0, 2)).toEqual([`${iso("scan:prev")} 0.50`]);
   });
 
   it("shows each head's mean with its spread across inputs on hover", () => {
     const chunk = { key: "stats:self", arrays: { prev: f32([0.5, 0.1, 0]), "scan:prev": f32([0.2, 0.75, 0.5]), "scan:prev:spread": f32([0.05, 0.125, NaN]) } };
     const stats = [{ name: "prev", label: "", formula: "", source: "" }, scanPrev];
-    expect(cellNumbers(chunk, stats, 3, 0, 1)).toEqual(["prev 0.10", "scan:prev 0.75 ± 0.13"]);
-    expect(cellNumbers(chunk, stats, 3, 0, 2)).toEqual(["prev 0.00", "scan:prev 0.50 ± n/a"]);
+    expect(cellNumbers(chunk, stats, 3, 0, 1)).toEqual([`${iso("prev")} 0.10`, `${iso("scan:prev")} 0.75 ± 0.13`]);
+    expect(cellNumbers(chunk, stats, 3, 0, 2)).toEqual([`${iso("prev")} 0.00`, `${iso("scan:prev")} 0.50 ± n/a`]);
   });
 
   it("orders heads by the scan's mean, not by the input's own statistic", () => {
@@ -38,20 +39,20 @@ describe("a scan's statistic in the model view", () => {
   });
 
   it("names what the ranking is a mean over", () => {
-    expect(rankWords(scanPrev)).toBe("rank: scan:prev · mean over 4 inputs (± spread)");
-    expect(rankWords({ ...scanPrev, name: "scan:retrieval", inputs: 6, over: "runs" })).toBe("rank: scan:retrieval · mean over 6 runs (± spread)");
-    expect(rankWords({ name: "sink", label: "", formula: "", source: "" })).toBe("rank: sink");
+    expect(rankWords(scanPrev)).toBe(`rank: ${iso("scan:prev")} · mean over 4 inputs (± spread)`);
+    expect(rankWords({ ...scanPrev, name: "scan:retrieval", inputs: 6, over: "runs" })).toBe(`rank: ${iso("scan:retrieval")} · mean over 6 runs (± spread)`);
+    expect(rankWords({ name: "sink", label: "", formula: "", source: "" })).toBe(`rank: ${iso("sink")}`);
     // A trace's statistic whose label names its protocol is offered by that label.
     const induction = { name: "induction", label: "induction (detect_head 'mul' on this input)", formula: "", source: "" };
-    expect(rankWords(induction)).toBe("rank: induction (detect_head 'mul' on this input)");
-    expect(rankWords({ name: "prev", label: "previous token", formula: "", source: "" })).toBe("rank: prev");
+    expect(rankWords(induction)).toBe(`rank: ${iso("induction (detect_head 'mul' on this input)")}`);
+    expect(rankWords({ name: "prev", label: "previous token", formula: "", source: "" })).toBe(`rank: ${iso("prev")}`);
     // A per-head column with a label of its own (segments=) is offered by that label.
-    expect(rankWords({ name: "scan:receiver", label: "receiver score (Thought Anchors)", formula: "", source: "" })).toBe("rank: receiver score (Thought Anchors)");
-    expect(rankWords({ name: "scan:retrieval", label: "retrieval", formula: "", source: "" })).toBe("rank: scan:retrieval");
+    expect(rankWords({ name: "scan:receiver", label: "receiver score (Thought Anchors)", formula: "", source: "" })).toBe(`rank: ${iso("receiver score (Thought Anchors)")}`);
+    expect(rankWords({ name: "scan:retrieval", label: "retrieval", formula: "", source: "" })).toBe(`rank: ${iso("scan:retrieval")}`);
     // Hovering a cell names it the same way.
     const receiver = { name: "scan:receiver", label: "receiver score (Thought Anchors)", formula: "", source: "" };
     const chunk = { key: "stats:self", arrays: { "scan:receiver": { dtype: "f32", shape: [1, 1], data: new Float32Array([3.14]) } } } as unknown as Chunk;
-    expect(cellNumbers(chunk, [receiver], 1, 0, 0)).toEqual(["receiver score (Thought Anchors) 3.14"]);
+    expect(cellNumbers(chunk, [receiver], 1, 0, 0)).toEqual([`${iso("receiver score (Thought Anchors)")} 3.14`]);
   });
 });
 

@@ -3,6 +3,7 @@
 // status notes; the segments panel in place of the rows; what a PNG or SVG shows.
 import { hex } from "../../colors";
 import { generationClasses } from "../../generation";
+import { isolate } from "../../label_text";
 import { canvasPainter } from "../../paint/canvas_painter";
 import type { Painter, Picture } from "../../paint/painter";
 import { fmt, markDrawn, setStatus, sizeCanvas, widthOf } from "../common";
@@ -95,7 +96,7 @@ function summedStatus(v: HeadView): string | null {
   if (!group.length || !a) return null;
   const total = sums(a, shownHeads(v), group);
   const best = Array.from(total, (w, k) => [w, k] as const).sort((x, y) => y[0] - x[0]).slice(0, 3);
-  const names = best.map(([w, k]) => `${v.display.sideK.labels[k] ?? k} ${w.toFixed(2)}`).join(", ");
+  const names = best.map(([w, k]) => `${isolate(v.display.sideK.labels[k] ?? String(k))} ${w.toFixed(2)}`).join(", ");
   return `Summed attention of ${group.length} queries (shift-click toggles one): ${names}`;
 }
 
@@ -156,7 +157,7 @@ export function drawHead(v: HeadView): boolean {
   const rm = rows && f >= 0 && f < display.sideQ.labels.length ? rowMax(rows, shownHeads(v), f) : 0;
   scaleBox.legend.textContent = scaleLegend(v.scale, f >= 0 ? rm : null, v.chosen ? stream(v).k_len : null, logOn(v) ? v.fade : null);
   // A focused row whose every weight is under 1/255 draws nothing: say so, and offer the row scale.
-  faint.show(v.scale === "weight" && rm > 0 && rm * 255 < 1 ? `All weights of “${display.sideQ.labels[f] ?? f}” are below 1/255 (the largest is ${fmt(rm)}): too faint to draw at this scale.` : null);
+  faint.show(v.scale === "weight" && rm > 0 && rm * 255 < 1 ? `All weights of “${isolate(display.sideQ.labels[f] ?? String(f))}” are below 1/255 (the largest is ${fmt(rm)}): too faint to draw at this scale.` : null);
   view.dataset.lines = String(v.lines.n);
   view.dataset.width = String(g.width);
   view.dataset.scale = v.scale;

@@ -1,6 +1,7 @@
 // The head view's chunks: the layer's rows (a block at a time where the stream
 // offers blocks, the neighbouring layers prefetched), the pseudo-heads once one
 // is shown, and the locked query's rollout once it is switched on.
+import { isolate } from "../../label_text";
 import { pseudoKey, queryRolloutKey } from "../../wire/keys";
 import { chunkWords } from "../../chunk_words";
 import type { Chunk } from "../../wire/types";
@@ -95,7 +96,7 @@ export function loadRollout(v: HeadView): void {
   v.rollout = rollout;
   if (rollout.chunk) return;
   const q = st(v).query ?? 0, { display } = v;
-  setStatus(status, `Computing the rollout of “${display.sideQ.labels[rowOf(display.wordsQ, q) ?? q] ?? q}” through layer ${stream(v).layers[st(v).layer] ?? st(v).layer}…`);
+  setStatus(status, `Computing the rollout of “${isolate(display.sideQ.labels[rowOf(display.wordsQ, q) ?? q] ?? String(q))}” through layer ${stream(v).layers[st(v).layer] ?? st(v).layer}…`);
   data.request([key]).then((m) => {
     if (v.rollout?.key !== key) return;
     const chunk = m.get(key) ?? { key, arrays: {}, error: "missing" };

@@ -2,7 +2,7 @@
 // full length mean, a way to see rows whose weights are all tiny (long inputs),
 // and the caption an exported image carries.
 import { LONG_INPUT } from "../../colors";
-import { imageLabel } from "../../label_text";
+import { imageLabel, isolate } from "../../label_text";
 import { fmt, h, type Listeners } from "../common";
 import { BUCKETS, bucketOf, lineWidth, ROW, type HeadLayout, type Lines } from "./head_lines";
 import { LOG_DECADES } from "./head_transform";
@@ -144,5 +144,5 @@ export function headOffsets(shown: readonly number[], heads: number): Float32Arr
 export function exportCaption(title: string, layer: number, heads: readonly number[], numHeads: number, query: string | null): string {
   const model = title.split(" · ")[0] || "attention";
   const shown = heads.length === numHeads ? `all ${numHeads} heads` : `${heads.length === 1 ? "head" : "heads"} ${heads.join(", ")}`;
-  return [model, `layer ${layer}`, shown, ...(query == null ? [] : [`query “${imageLabel(query.trim())}”`])].join(" · ");
+  return [isolate(model), `layer ${layer}`, shown, ...(query == null ? [] : [`query “${imageLabel(query.trim())}”`])].join(" · ");
 }

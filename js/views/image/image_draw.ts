@@ -1,7 +1,7 @@
 // The image view's drawing: the picture (panels, heat, legend), the token strip
 // with each query's share on the images, the info line and the hovered patch's words.
 import { generationClasses } from "../../generation";
-import { labelElement } from "../../label_text";
+import { isolate, labelElement } from "../../label_text";
 import { canvasPainter } from "../../paint/canvas_painter";
 import { tokenClasses } from "../../tokens";
 import { fmt, h, markDrawn, sizeCanvas } from "../common";
@@ -33,7 +33,7 @@ export function buildStrip(v: ImageView): void {
     strip.append(note);
   }
   for (const q of images.queries) {
-    const b = h("button", "", { type: "button", role: "option", "data-query": String(q), title: `${side.raw[q] ?? ""} (#${q}): click to make it the query` });
+    const b = h("button", "", { type: "button", role: "option", "data-query": String(q), title: `${isolate(side.raw[q] ?? "")} (#${q}): click to make it the query` });
     b.append(labelElement(side.labels[q] ?? String(q)));
     strip.append(b);
   }

@@ -3,6 +3,7 @@
 // several) from an `image:` chunk, which queries weigh a patch most, and the colour
 // of a picture pixel under the heatmap.
 import type { RGB } from "../../colors";
+import { isolate } from "../../label_text";
 import type { ImagesMeta } from "../../wire/types";
 
 /** Largest side of an image's main panel and of an extra grid's (overview) panel, CSS px. */
@@ -36,7 +37,7 @@ export function gridTitle(meta: ImagesMeta, image: number, grid: number): string
   const g = meta.images[image]?.grids[grid];
   if (!g) return "";
   const name = `img${image}`;
-  if (g.name !== "image") return `${name} · ${g.name} ${g.rows}×${g.cols}`;
+  if (g.name !== "image") return `${name} · ${isolate(g.name)} ${g.rows}×${g.cols}`;
   const tiles = g.tiles ? ` in ${g.tiles[0]}×${g.tiles[1]} tiles` : "";
   return `${name} · ${g.rows}×${g.cols} patches${tiles}`;
 }

@@ -5,6 +5,7 @@
 // controls, store); the grid's geometry and picture are in model_grid.ts.
 import { hex, LONG_INPUT } from "../../colors";
 import { saveButtons } from "../../export_image";
+import { isolate } from "../../label_text";
 import { offeredViews } from "../../offered_views";
 import { streamOf } from "../../tokens";
 import type { Cleanup, ViewContext } from "../../wire/types";
@@ -51,9 +52,9 @@ export function renderModelView(ctx: ViewContext): Cleanup {
       const s = store.get();
       const stat = ranked(m) ? m.statistics.find((x) => x.name === s.rank_by) : undefined;
       return [
-        `${meta.title ?? "attnscope"} · model view · ${streamNow(m).label ?? s.stream}${s.generated_only ? " · generated tokens' rows only" : ""}`,
+        `${isolate(meta.title ?? "attnscope")} · model view · ${isolate(streamNow(m).label ?? s.stream)}${s.generated_only ? " · generated tokens' rows only" : ""}`,
         `rows: layers, columns: heads · ${dom.legend.textContent ?? ""}`,
-        ...(stat ? [`ranked by ${stat.label}: each layer's heads strongest first (${stat.formula})`] : []),
+        ...(stat ? [`ranked by ${isolate(stat.label)}: each layer's heads strongest first (${isolate(stat.formula)})`] : []),
       ];
     },
     picture: () => {

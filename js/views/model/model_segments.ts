@@ -3,6 +3,7 @@
 // (each image one segment, every other token its own; docs/protocol.md "segments:"),
 // instead of its token × token thumbnail. A layer's chunk (heads × S² float32) is asked
 // for only once its row of cells is on the screen.
+import { isolate } from "../../label_text";
 import { segmentsKey } from "../../wire/keys";
 import type { Chunk, SegmentsMeta } from "../../wire/types";
 import type { Side } from "../../tokens";
@@ -118,5 +119,5 @@ export function segmentPair(m: ModelView, l: number, hd: number, share: { x: num
   const clamp = (v: number): number => Math.max(0, Math.min(S - 1, Math.floor(v * S)));
   const q = clamp(share.y), k = clamp(share.x);
   const v = (c.arrays.mass.data as Float32Array)[(hd * S + q) * S + k] as number;
-  return `query ${sm.labels[q] ?? q} → key ${sm.labels[k] ?? k}: ${Number.isNaN(v) ? "no counted query" : v.toFixed(3)}`;
+  return `query ${isolate(sm.labels[q] ?? String(q))} → key ${isolate(sm.labels[k] ?? String(k))}: ${Number.isNaN(v) ? "no counted query" : v.toFixed(3)}`;
 }

@@ -4,6 +4,7 @@
 // wires them in.
 import { hex, type ThemeColors } from "../../colors";
 import { arr } from "../../data";
+import { isolate } from "../../label_text";
 import type { Painter } from "../../paint/painter";
 import type { AppState, Chunk, StatisticMeta, Store } from "../../wire/types";
 import { h, type Listeners } from "../common";
@@ -58,7 +59,7 @@ export function cellNumbers(chunk: Chunk | null, stats: readonly StatisticMeta[]
     const pm = spread ? ` ± ${formatStat(spread.data[l * heads + hd] as number)}` : "";
     const best = s.strongest ? (chunk.arrays[s.strongest]?.data[l * heads + hd] as number | undefined) : undefined;
     const at = best != null && Number.isFinite(best) ? ` (strongest: input ${best})` : "";
-    return a ? [`${statWords(s)} ${formatStat(a.data[l * heads + hd] as number)}${pm}${at}`] : [];
+    return a ? [`${isolate(statWords(s))} ${formatStat(a.data[l * heads + hd] as number)}${pm}${at}`] : [];
   });
 }
 
@@ -73,9 +74,10 @@ export function rankWords(s: StatisticMeta): string {
   // A table's column with a name of its own (segments=: "receiver score (Thought Anchors)") says it.
   // A statistic whose label adds to its name ("induction (detect_head 'mul' on this input)") names its protocol.
   const protocol = !s.inputs && !s.name.startsWith("scan:") && s.label.startsWith(`${s.name} `) && s.label.includes("(");
-  if (protocol) return `rank: ${s.label}`;
-  if (!s.inputs) return `rank: ${statWords(s)}`;
-  return `rank: ${s.name} · mean over ${s.inputs} ${s.over ?? "inputs"}${s.spread ? " (± spread)" : ""}`;
+  // Names and labels are the scan's (a table's column names): isolated in attnscope's words.
+  if (protocol) return `rank: ${isolate(s.label)}`;
+  if (!s.inputs) return `rank: ${isolate(statWords(s))}`;
+  return `rank: ${isolate(s.name)} · mean over ${s.inputs} ${s.over ?? "inputs"}${s.spread ? " (± spread)" : ""}`;
 }
 
 export interface Badges {
@@ -99,9 +101,9 @@ export const shownStep = (v: number): number => (Math.abs(v) >= 10 ? 0.1 : 0.01)
 export function barScale(values: ArrayLike<number>, name: string): { min: number; max: number; legend: string } {
   const { min, max } = finiteRange(values);
   if (max - min < shownStep(max) / 2) {
-    return { min, max: min, legend: `${name}: ${formatStat(min)} in every head (to the labels' precision): no bars` };
+    return { min, max: min, legend: `${isolate(name)}: ${formatStat(min)} in every head (to the labels' precision): no bars` };
   }
-  return { min, max, legend: `bars: ${name}, empty at ${formatStat(min)} (lowest head) → full at ${formatStat(max)} (highest)` };
+  return { min, max, legend: `bars: ${isolate(name)}, empty at ${formatStat(min)} (lowest head) → full at ${formatStat(max)} (highest)` };
 }
 
 /**
@@ -139,7 +141,7 @@ export function rankSelect(L: Listeners, store: Store<AppState>, stats: readonly
     sel.append(o);
   };
   add("", "rank: none");
-  for (const s of stats) add(s.name, rankWords(s), `${s.label}: ${s.formula} (${s.source})`);
+  for (const s of stats) add(s.name, rankWords(s), `${isolate(s.label)}: ${isolate(s.formula)} (${isolate(s.source)})`);
   sel.value = store.get().rank_by ?? "";
   L.on(sel, "change", () => store.set({ rank_by: sel.value || null }));
   return sel;

@@ -5,7 +5,7 @@
 // (q/k chunks, rows), neuron_draw.ts (info line, virtualised rows), neuron_events.ts.
 import { arr } from "../../data";
 import { saveButtons } from "../../export_image";
-import { imageLabel } from "../../label_text";
+import { imageLabel, isolate } from "../../label_text";
 import { streamOf } from "../../tokens";
 import type { Cleanup, ViewContext } from "../../wire/types";
 import { fmt, h, listeners, scheduler, type Listeners } from "../common";
@@ -32,7 +32,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
       const kv = r && r.kvHead >= 0 && r.kvHead !== s.head ? ` (kv head ${r.kvHead})` : "";
       const score = r ? `score = q·k × ${fmt(r.scaling)}${r.bias ? " + bias" : ""}${r.softcap ? `, softcap ${fmt(r.softcap)}` : ""}` : "";
       return [
-        `${meta.title ?? "attnscope"} · neuron view · layer ${streamNow(n).layers[s.layer] ?? s.layer} · head ${s.head}${kv}`,
+        `${isolate(meta.title ?? "attnscope")} · neuron view · layer ${streamNow(n).layers[s.layer] ?? s.layer} · head ${s.head}${kv}`,
         `query “${imageLabel((n.sideQ.labels[queryIdx(n)] ?? "").trim())}” (#${queryIdx(n)}) · ${score} · weight = softmax(score)${r?.sink != null ? " with a sink" : ""}`,
         `keys: the ${visibleKeys(n).length} rows in view of ${r?.K ?? 0}, ${dom.sortSel.value === "weight" ? "strongest first" : "in order"}`,
       ];

@@ -88,7 +88,7 @@ function writeInfo(n: NeuronView, r: NeuronRows): void {
     : r.checkedBy === "rowmax" ? `this row's largest weight differs from the model's by ${fmt(r.recomputeError)}; q and k are saved as float16, so up to ${fmt(r.recordedTolerance)} is rounding`
       : `largest |softmax(score) − recorded weight| = ${fmt(r.recomputeError)}; the recorded weights are sent at 8 bits, so up to ${fmt(r.recordedTolerance)} is rounding`;
   info.dataset.recomputeError = String(r.recomputeError);
-  qlabel.textContent = `q · ${n.sideQ.labels[q] ?? ""}`;
+  qlabel.textContent = `q · ${isolate(n.sideQ.labels[q] ?? "")}`;
   const sw = `${r.D * cellW(r.D)}px`;
   (headCells[1] as HTMLElement).style.width = sw;
   (headCells[2] as HTMLElement).style.width = sw;

@@ -1,6 +1,7 @@
 // The overview's drawing: the map (tiles, the selected query and key, row labels
 // close in), where it is, the colour ramp, the title and the head select's options.
 import { hex } from "../../colors";
+import { IMAGE_LABEL_CHARS, imageLabel } from "../../label_text";
 import { h, markDrawn, setStatus, sizeCanvas, widthOf } from "../common";
 import { fitView, levelCount, spanAt, TILE, visibleTiles } from "./overview_geometry";
 import { ask, bestImage } from "./overview_load";
@@ -74,7 +75,8 @@ function paintRowLabels(o: Overview, g: CanvasRenderingContext2D, qLen: number):
   g.font = theme.font;
   g.textBaseline = "middle";
   for (let q = Math.max(0, Math.floor(view.y0)); q < Math.min(qLen, view.y0 + side / view.scale); q++) {
-    const text = `${q} ${names[q] ?? ""}`.slice(0, 24);
+    // Cut by grapheme (never inside a surrogate pair or an emoji sequence), then isolated.
+    const text = `${q} ${imageLabel(names[q] ?? "", Math.max(4, IMAGE_LABEL_CHARS - 1 - String(q).length))}`;
     const y = (q + 0.5 - view.y0) * view.scale;
     g.fillStyle = hex(theme.bg);
     g.globalAlpha = 0.8;

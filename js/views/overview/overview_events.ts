@@ -2,6 +2,7 @@
 // hover (the cell's tokens), click (open the head or neuron view there), a found
 // token, and the store's changes.
 import { readTheme } from "../../colors";
+import { isolate } from "../../label_text";
 import { keySide } from "../../tokens";
 import type { Listeners } from "../common";
 import { thumbLut } from "../model/model_grid";
@@ -50,7 +51,7 @@ export function bindOverviewEvents(o: Overview, L: Listeners): void {
     const s = streamNow(o);
     const { query, key } = tokenAt(s.q_len, s.k_len, o.view, e.clientX - r.left, e.clientY - r.top);
     const keyNames = keySide(meta, s).labels;
-    canvas.title = `query ${query} “${labels(o)[query] ?? ""}” → key ${key} “${keyNames[key] ?? ""}”: click to open the head view here`;
+    canvas.title = `query ${query} “${isolate(labels(o)[query] ?? "")}” → key ${key} “${isolate(keyNames[key] ?? "")}”: click to open the head view here`;
   });
   L.on<MouseEvent>(canvas, "mousedown", (e) => { o.drag = { x: e.clientX, y: e.clientY, moved: false, from: o.view }; });
   L.on<MouseEvent>(window, "mousemove", (e) => {
