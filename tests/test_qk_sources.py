@@ -348,6 +348,42 @@ def test_bad_positions_refused_before_forward(
     assert all(torch.equal(a, b) for a, b in zip(after[1], before[1], strict=True))
 
 
+def test_trace_changed_after_capture_refused_before_forward(
+    llama_and_trace: tuple[Any, Any, Any],
+) -> None:
+    """q or k arrays cut after capture: a clear error before the model runs (not an IndexError)."""
+    model, trace, tokenizer = llama_and_trace
+    stream = trace.stream
+    kept = stream.queries, stream.keys, stream.scaling
+    calls: list[int] = []
+    handle = model.register_forward_pre_hook(lambda *_: calls.append(1))
+    try:
+        for attribute, cut, words in (
+            (
+                "keys",
+                kept[1][:, :, :3],
+                r"keys have shape \(3, 2, 3, 8\); expected \(3, kv_heads, 20, 8",
+            ),
+            (
+                "queries",
+                kept[0][:, :, :5],
+                r"queries have shape \(3, 4, 5, 8\); expected \(3, heads",
+            ),
+            ("scaling", kept[2][:1], "do not fit 3 layers"),
+        ):
+            setattr(stream, attribute, cut)
+            try:
+                with pytest.raises(AttnscopeError, match=words):
+                    attnscope.qk_sources(
+                        model, trace, layer=2, head=0, query=5, key=1, tokenizer=tokenizer
+                    )
+            finally:
+                stream.queries, stream.keys, stream.scaling = kept
+    finally:
+        handle.remove()
+    assert calls == []
+
+
 def test_sliding_window_key_refused() -> None:
     tokenizer = bpe_tokenizer()
     model = llama_like("mistral", len(tokenizer))

@@ -87,6 +87,49 @@ def _check_visible(stream: AttentionStream, position: int, head: int, query: int
         )
 
 
+def _check_shapes(trace: AttentionTrace) -> None:
+    """The trace's q, k and scaling fit its tokens and layers, so indexing them is safe.
+
+    Checked against the trace's tokens and layer list (a stream's own sizes follow its
+    arrays, so an array cut after capture would look consistent with itself).
+    """
+    stream = trace.stream
+    queries, keys, scaling = stream.queries, stream.keys, stream.scaling
+    if queries is None or keys is None or scaling is None:
+        raise AttnscopeError(
+            "this trace holds no q, k or scaling; capture it with attnscope.capture(model, text)."
+        )
+    layers, tokens = len(stream.layers), len(trace.tokens)
+    q_shape, k_shape = tuple(queries.shape), tuple(keys.shape)
+    fix = "the trace was changed after capture; capture it again with attnscope.capture."
+    if len(q_shape) != 4 or q_shape[0] != layers or q_shape[2] != tokens:
+        raise AttnscopeError(
+            f"the trace's queries have shape {q_shape}; expected ({layers}, heads, {tokens}, "
+            f"head_dim) for its {layers} layers and {tokens} tokens: {fix}"
+        )
+    kv_heads = k_shape[1] if len(k_shape) == 4 else 0
+    if (
+        len(k_shape) != 4
+        or k_shape[0] != layers
+        or k_shape[2] != tokens
+        or k_shape[3] != q_shape[3]
+    ):
+        raise AttnscopeError(
+            f"the trace's keys have shape {k_shape}; expected ({layers}, kv_heads, {tokens}, "
+            f"{q_shape[3]}) to match its queries {q_shape}: {fix}"
+        )
+    if kv_heads < 1 or q_shape[1] % kv_heads:
+        raise AttnscopeError(
+            f"the trace's {q_shape[1]} query heads are not a multiple of its {kv_heads} key "
+            f"heads: {fix}"
+        )
+    if np.shape(scaling) != (layers,):
+        raise AttnscopeError(
+            f"the trace's scaling has shape {np.shape(scaling)}; expected ({layers},), one per "
+            f"layer, so they do not fit {layers} layers: {fix}"
+        )
+
+
 def _input_ids(model: Any, trace: AttentionTrace, tokenizer: Any) -> list[int]:
     """The ids of the trace's tokens, read back through the tokenizer (or ``#id`` labels)."""
     raw = trace.raw_tokens
@@ -268,6 +311,7 @@ def qk_sources(
     split = split_for(model, _rtol(model))
     layer = _index(layer, len(split.layers), "layer", f"the model has {len(split.layers)} layers.")
     stream, position = _stream(trace, layer)
+    _check_shapes(trace)
     head = _index(head, stream.num_heads, "head", f"layer {layer} has {stream.num_heads} heads.")
     fix = f"the trace has {stream.q_len} tokens."
     query = _index(query, stream.q_len, "query", fix)
@@ -287,8 +331,10 @@ def qk_sources(
     q_parts, k_parts = split.project(seen, parts, layer, head, kv_head)
     import torch
 
-    q_model = torch.from_numpy(np.asarray(stream.queries[position, head, query], np.float64))  # type: ignore[index]
-    k_model = torch.from_numpy(np.asarray(stream.keys[position, kv_head, key], np.float64))  # type: ignore[index]
+    assert stream.queries is not None  # _check_shapes
+    assert stream.keys is not None
+    q_model = torch.from_numpy(np.asarray(stream.queries[position, head, query], np.float64))
+    k_model = torch.from_numpy(np.asarray(stream.keys[position, kv_head, key], np.float64))
     try:
         check_close(total(q_parts), q_model, split.rtol, f"q of layer {layer} head {head}")
         check_close(total(k_parts), k_model, split.rtol, f"k of layer {layer} key head {kv_head}")
@@ -297,7 +343,7 @@ def qk_sources(
             f"{err} The trace's q/k differ from what this model computes on the trace's "
             "tokens: the trace was not captured from this model and input."
         ) from None
-    scaling = float(stream.scaling[position])  # type: ignore[index]
+    scaling = float(np.asarray(stream.scaling)[position])
     table = _table(q_parts, k_parts, scaling)
     table.attrs.update(
         score=float(scaling * (q_model @ k_model)),
