@@ -187,6 +187,8 @@ export interface Selection {
   log_scale: boolean;
   /** Head view of a widget with `_meta.segments`: rows are segments (by "images": each image one row), or tokens. */
   segment_rows: boolean;
+  /** Head and model views: weights α_ij‖f_h(x_j)‖ renormalised per row, where the stream has value norms. */
+  value_weighted: boolean;
 }
 
 /** Selection plus state that lives only in the browser. */

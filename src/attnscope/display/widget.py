@@ -107,7 +107,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         (Thought Anchors) as the statistic ``"scan:receiver"``. See :attr:`segments`.
     view, stream, layer, heads, head, query, key, pair_filter, theme, compare_side,
     step, generated_only, rank_by, pseudo_heads, queries, words, hide_special, log_scale,
-    segment_rows
+    segment_rows, value_weighted
         Initial trait values; see the traits. ``view`` defaults to the first
         of ``views`` and must be one of them, ``stream`` to the trace's first
         stream and ``heads`` to all heads.
@@ -284,6 +284,14 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     Type: bool. Default: True with ``segments=``; False for a trace's images (its rows
     start as tokens).
+    """
+    value_weighted = t.Bool(False).tag(sync=True)
+    """Head and model views: each weight ``α_ij`` drawn as ``α_ij ‖f_h(x_j)‖`` renormalised
+    per row (Kobayashi et al. 2020: where the head's output at i actually comes from), on
+    streams whose trace holds value norms (``capture(..., value_norms=True)``); the views'
+    "weight by value norm" box sets it, and other streams draw raw weights.
+
+    Type: bool. Default: False.
     """
 
     def __init__(
