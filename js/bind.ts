@@ -2,9 +2,10 @@
 // (js/widget.ts) or the exported page (js/standalone.ts). The selection and the
 // chunks both travel through the model; the app never sees the host.
 import { renderApp } from "./app";
-import { createChunkDecoder, createChunkSource, isChunksMessage, type ChunkSource, type RawBuffer } from "./data";
+import { createChunkDecoder, createChunkSource, isChunksMessage, KERNEL_LOST, type ChunkSource, type RawBuffer } from "./data";
 import { offeredViews } from "./offered_views";
-import { decodeEmbedded, hasNoKernel, NEEDS_KERNEL, SAVED_NOTE, savedChunks, type EmbeddedChunk } from "./saved";
+import { type KernelLink, kernelLink } from "./kernel_link";
+import { decodeEmbedded, NEEDS_KERNEL, savedChunks, savedNote, type EmbeddedChunk } from "./saved";
 import { createStore } from "./state";
 import { readSelection, syncSelection } from "./trait_sync";
 import type { ModelHost } from "./traits";
@@ -26,17 +27,24 @@ export function errorBox(el: HTMLElement, text: string, testid = "attnscope-erro
 /**
  * Chunks asked for with `request` messages and answered with `chunks` messages
  * (docs/protocol.md, "Messages"); those the saved state holds are read from it
- * first, and with no kernel behind the model the rest are refused at once, saying why.
+ * first, and with no kernel behind the model (no comm: js/kernel_link.ts, asked at each request)
+ * the rest are refused at once, saying why, instead of timing out.
  * Every chunk is checked against its key and `meta` before the views see it (js/wire/check_chunk.ts).
  */
-function chunksThrough(model: ModelHost, meta: Meta, saved: Record<string, EmbeddedChunk>, kernelless: boolean): { data: ChunkSource; close: Cleanup } {
+function chunksThrough(model: ModelHost, meta: Meta, saved: Record<string, EmbeddedChunk>, link: KernelLink): { data: ChunkSource; close: Cleanup } {
+  const refuse = (keys: string[], error: string): void => data.receive(keys.map((key) => ({ key, arrays: {}, error })));
+  const ask = (keys: string[]): void => {
+    if (link.none() === true) void Promise.resolve().then(() => refuse(keys, NEEDS_KERNEL));
+    else model.send({ type: "request", keys });
+  };
   const source = createChunkSource((keys) => {
     const held = keys.filter((k) => Object.hasOwn(saved, k));
     const asked = keys.filter((k) => !Object.hasOwn(saved, k));
     if (held.length) void Promise.all(held.map((k) => decodeEmbedded(k, saved[k] as EmbeddedChunk, meta))).then((cs) => data.receive(cs));
     if (!asked.length) return;
-    if (kernelless) void Promise.resolve().then(() => data.receive(asked.map((key) => ({ key, arrays: {}, error: NEEDS_KERNEL }))));
-    else model.send({ type: "request", keys: asked });
+    // Settled: ask now, so a send that throws (a restarted kernel) reaches the source as KERNEL_LOST.
+    if (link.settled()) ask(asked);
+    else void link.ready.then(() => { try { ask(asked); } catch { refuse(asked, KERNEL_LOST); } });
   });
   const data: ChunkSource = { ...source, receive: (cs) => source.receive(cs.map((c) => checkChunk(meta, c))) };
   const decode = createChunkDecoder();
@@ -71,17 +79,25 @@ export function mount(model: ModelHost, el: HTMLElement): Cleanup {
     }
     const store = createStore<AppState>({ ...readSelection(model, meta), resolved_theme: "light", theme_rev: 0 });
     const saved = savedChunks(model);
-    const kernelless = hasNoKernel(model) && Object.keys(saved).length > 0;
-    const chunks = chunksThrough(model, meta, saved, kernelless);
+    const link = kernelLink(model);
+    const chunks = chunksThrough(model, meta, saved, link);
     const unsync = syncSelection(model, store, offeredViews(meta));
-    let cleanupApp: Cleanup;
-    try {
-      const shown = kernelless ? { ...meta, notes: [...(meta.notes ?? []), SAVED_NOTE] } : meta;
-      cleanupApp = renderApp({ meta: shown, store, data: chunks.data, el });
-    } catch (e) {
-      cleanupApp = errorBox(el, `attnscope could not render: ${(e as Error).message}`);
-    }
+    let cleanupApp: Cleanup = () => undefined;
+    const render = (): void => {
+      try {
+        // No kernel behind it: the first screen is the saved state's, and the note says so.
+        const shown = link.none() === true ? { ...meta, notes: [...(meta.notes ?? []), savedNote(saved, meta)] } : meta;
+        cleanupApp = renderApp({ meta: shown, store, data: chunks.data, el });
+      } catch (e) {
+        cleanupApp = errorBox(el, `attnscope could not render: ${(e as Error).message}`);
+      }
+    };
+    let live = true;
+    // Under ipywidgets' managers the answer comes within microtasks (js/kernel_link.ts).
+    if (link.settled()) render();
+    else void link.ready.then(() => { if (live) render(); });
     teardown = () => {
+      live = false;
       cleanupApp();
       unsync();
       chunks.close();

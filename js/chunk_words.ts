@@ -13,6 +13,7 @@ const WHAT: Record<string, string> = {
   attn: "weights",
   image: "the image view's weights",
   pixels: "the pictures",
+  tile: "the overview",
 };
 
 /**
@@ -28,6 +29,6 @@ export function chunkWords(key: string, meta: Meta): string {
   const of = Object.keys(meta.streams).length > 1 ? ` (${isolate(sm.label ?? stream)})` : "";
   if (layer === undefined || kind === "thumbs" || kind === "stats" || kind === "pixels") return `${what}${of}`;
   const number = sm.layers[Number(layer)] ?? layer;
-  const where = kind === "qk" || kind === "attn" ? `layer ${number} · head ${last}` : `layer ${number}${last !== undefined ? ` (rows ${last}…)` : ""}`;
+  const where = kind === "qk" || kind === "attn" || kind === "tile" ? `layer ${number} · head ${last}` : `layer ${number}${last !== undefined ? ` (rows ${last}…)` : ""}`;
   return `${what} of ${where}${of}`;
 }

@@ -1,5 +1,6 @@
 // The chunks a widget's saved state holds (`_saved`: its first screen, docs/protocol.md
 // "Saved widget state"), read without a kernel, so nbconvert, nbviewer and docs pages draw.
+import { chunkWords } from "./chunk_words";
 import { embeddedBytes, inflateBase64, splitConcatenated } from "./data";
 import { type DecodeLedger, pageLedger } from "./decode_budget";
 import type { ModelHost } from "./traits";
@@ -8,15 +9,30 @@ import type { ArraySpec, Chunk, EmbeddedChunk, Meta } from "./wire/types";
 
 export type { EmbeddedChunk } from "./wire/types";
 
-/** What a view says for a chunk the saved state lacks, under a widget manager with no kernel. */
+/** What a view says, at once, for a chunk the saved state lacks when no kernel stands behind the widget. */
 export const NEEDS_KERNEL =
-  "not in this notebook's saved widget state (it holds the view as it was displayed): " +
-  "run the notebook for the rest, or save an offline page with widget.save_html(path)";
+  "not in this notebook's saved widget state, and no kernel is connected to this widget: " +
+  "run the cell to explore further (or save an offline page with widget.save_html(path))";
 
 /** The note the app shows above a view drawn from saved state alone. */
 export const SAVED_NOTE =
-  "Drawn from the notebook's saved widget state, as it was displayed; other layers, heads " +
-  "and views need a running kernel (or widget.save_html(path) for an offline page with all of them).";
+  "Drawn from the notebook's saved widget state, as it was displayed; no kernel is connected to " +
+  "this widget: run the cell to explore further (other layers, heads and views), or save an offline " +
+  "page with widget.save_html(path).";
+
+/**
+ * The note above a widget with no kernel behind it: that it is drawn from saved state, and what
+ * that state holds in the views' words (a view whose first chunk was too large for it saves a
+ * smaller first screen, another view's: display/snapshot.py).
+ */
+export function savedNote(saved: Record<string, EmbeddedChunk>, meta: Meta): string {
+  const held = [...new Set(Object.keys(saved).map((k) => chunkWords(k, meta)))];
+  if (!held.length) {
+    return "This notebook's saved widget state holds none of this widget's data, and no kernel is " +
+      "connected to it: run the cell to draw it.";
+  }
+  return `${SAVED_NOTE} It holds ${held.join("; ")}.`;
+}
 
 /** The specs of an embedded chunk, each an object with a name (anything else throws). */
 function specsOf(e: unknown): ArraySpec[] {
@@ -63,17 +79,4 @@ export async function decodeEmbedded(key: string, e: EmbeddedChunk, meta?: Meta,
 export function savedChunks(model: ModelHost): Record<string, EmbeddedChunk> {
   const saved = model.get("_saved");
   return typeof saved === "object" && saved !== null && !Array.isArray(saved) ? saved : {};
-}
-
-/**
- * True under a widget manager that has no kernel behind it: @jupyter-widgets/html-manager
- * (nbconvert's page, nbviewer, Jupyter Book, nbsphinx, mkdocs-jupyter) is a full widget
- * manager (it creates comms) with no `kernel`; JupyterLab's and Notebook 7's have one, and
- * hosts with their own model (marimo) create no comms this way.
- */
-export function hasNoKernel(model: ModelHost): boolean {
-  const manager: unknown = (model as { widget_manager?: unknown }).widget_manager;
-  return typeof manager === "object" && manager !== null
-    && typeof (manager as { _create_comm?: unknown })._create_comm === "function"
-    && !("kernel" in manager);
 }

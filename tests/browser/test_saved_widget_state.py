@@ -114,7 +114,7 @@ def test_nbconvert_with_the_widget_manager_draws_from_saved_state(
     # Another layer is not in the saved state: the view says so at once, not "Loading…".
     head.locator('[data-testid="layer-select"]').select_option("2")
     page.wait_for_function(
-        "el => el.innerText.includes('run the notebook for the rest')",
+        "el => el.innerText.includes('run the cell to explore further')",
         arg=head.element_handle(),
     )
     if screenshots.enabled:

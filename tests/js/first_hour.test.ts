@@ -61,8 +61,9 @@ describe("heads told apart", () => {
 describe("exports and axes", () => {
   it("an export's caption names the model, layer, heads and locked query", () => {
     const caption = exportCaption("all-MiniLM-L6-v2 · 6 layers × 12 heads", 2, [0, 5], 12, " fox");
-    expect(caption).toBe("all-MiniLM-L6-v2 · layer 2 · heads 0, 5 · query “\u2068fox\u2069”"); // the label bidi-isolated
-    expect(exportCaption("m · 1 layer × 4 heads", 0, [0, 1, 2, 3], 4, null)).toBe("m · layer 0 · all 4 heads");
+    // The model's name and the label bidi-isolated.
+    expect(caption).toBe("\u2068all-MiniLM-L6-v2\u2069 · layer 2 · heads 0, 5 · query “\u2068fox\u2069”");
+    expect(exportCaption("m · 1 layer × 4 heads", 0, [0, 1, 2, 3], 4, null)).toBe("\u2068m\u2069 · layer 0 · all 4 heads");
   });
 
   it("the enlarged cell labels every token when they fit, every n-th when not", () => {

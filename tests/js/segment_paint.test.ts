@@ -82,10 +82,10 @@ describe("segmentCaption", () => {
   it("says model, layer, heads and what the rows are", () => {
     const sentences: SegmentsMeta = { ...images, by: "sentences", labels: ["A.", "B.", "C."] };
     const [first, second] = segmentCaption("MiniLM · 23 tokens", 1, [0, 3], 12, sentences, null);
-    expect(first).toBe("MiniLM · layer 1 · heads 0, 3 · 3 rows: sentences");
+    expect(first).toBe("\u2068MiniLM\u2069 · layer 1 · heads 0, 3 · 3 rows: sentences");
     expect(second).toContain("a line's opacity");
-    expect(segmentCaption("m", 0, [0, 1], 2, { ...sentences, by: "turns" }, "B.")[0]).toBe("m · layer 0 · all 2 heads · 3 rows: turns · focus “\u2068B.\u2069”");
-    expect(segmentCaption("m", 0, [1], 2, images, null)[0]).toBe("m · layer 0 · head 1 · 3 rows: images collapsed (each image one row)");
+    expect(segmentCaption("m", 0, [0, 1], 2, { ...sentences, by: "turns" }, "B.")[0]).toBe("\u2068m\u2069 · layer 0 · all 2 heads · 3 rows: turns · focus “\u2068B.\u2069”");
+    expect(segmentCaption("m", 0, [1], 2, images, null)[0]).toBe("\u2068m\u2069 · layer 0 · head 1 · 3 rows: images collapsed (each image one row)");
     expect(segmentsWord("positions")).toBe("segments");
   });
 });

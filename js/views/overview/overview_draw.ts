@@ -68,6 +68,15 @@ export function paintOverview(o: Overview): boolean {
   return true;
 }
 
+/**
+ * A row's label on the canvas: its index and token, cut by grapheme to the image labels' width
+ * (never inside a surrogate pair or an emoji sequence) and isolated, so a bidi control in the
+ * token cannot reorder the index.
+ */
+export function rowLabel(q: number, name: string): string {
+  return `${q} ${imageLabel(name, Math.max(4, IMAGE_LABEL_CHARS - 1 - String(q).length))}`;
+}
+
 /** Close in, each visible row's token at the left edge, on the background. */
 function paintRowLabels(o: Overview, g: CanvasRenderingContext2D, qLen: number): void {
   const { view, side, theme } = o;
@@ -75,8 +84,7 @@ function paintRowLabels(o: Overview, g: CanvasRenderingContext2D, qLen: number):
   g.font = theme.font;
   g.textBaseline = "middle";
   for (let q = Math.max(0, Math.floor(view.y0)); q < Math.min(qLen, view.y0 + side / view.scale); q++) {
-    // Cut by grapheme (never inside a surrogate pair or an emoji sequence), then isolated.
-    const text = `${q} ${imageLabel(names[q] ?? "", Math.max(4, IMAGE_LABEL_CHARS - 1 - String(q).length))}`;
+    const text = rowLabel(q, names[q] ?? "");
     const y = (q + 0.5 - view.y0) * view.scale;
     g.fillStyle = hex(theme.bg);
     g.globalAlpha = 0.8;
