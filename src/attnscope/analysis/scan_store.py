@@ -199,7 +199,7 @@ def scan_settings(
 
 
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict) and value:
+    if isinstance(value, dict):  # an empty one adds no field
         found: dict[str, Any] = {}
         for key, inner in value.items():
             found |= _flat(inner, f"{prefix}{key}.")
