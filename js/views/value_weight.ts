@@ -3,6 +3,9 @@
 // share of head h's output at query i that comes from key j. The two arrays are the
 // `vnorm:<stream>:<layer>` chunk's (docs/protocol.md): `norm` (heads × keys) and `rowsum`
 // (heads × queries), so the result is exact however few keys a row holds (top keys).
+import { arr } from "../data";
+import { valueNormsKey } from "../wire/keys";
+import type { Chunk, DataSource, StreamMeta } from "../wire/types";
 import type { Rows } from "./head/head_transform";
 
 /** A `vnorm:` chunk's arrays: per head, every key's value norm and every query's weighted row sum. */
@@ -30,3 +33,39 @@ export function valueWeighted(rows: Rows, v: ValueNorms): Rows {
 
 /** The legend's words for weights drawn this way. */
 export const VALUE_WEIGHT_LEGEND = "weighted by value norm: α·‖f(x_j)‖, renormalised per row (Kobayashi et al. 2020)";
+
+/** The switch's words in both views' toolbars. */
+export const VALUE_WEIGHT_LABEL = "weight by value norm";
+
+/** A layer's value norms: loaded, still loading (null), or why they cannot be had (a string). */
+export type NormsState = ValueNorms | null | string;
+
+/**
+ * The `vnorm:` chunks a view weights by, one layer at a time, each asked for once;
+ * `redraw` runs when one arrives. A stream without value norms answers why.
+ */
+export function valueNormsLoader(data: DataSource, redraw: () => void): (stream: string, layer: number, sm: StreamMeta) => NormsState {
+  const asked = new Set<string>();
+  const failed = new Map<string, string>(); // the chunk source keeps no errors: this loader does
+  const read = (c: Chunk): NormsState => {
+    if (c.error) return c.error;
+    return { norm: arr(c, "norm").data as Float32Array, rowsum: arr(c, "rowsum").data as Float32Array };
+  };
+  return (stream, layer, sm) => {
+    if (!sm.has_value_norms) return "this trace holds no value norms: capture it with value_norms=True";
+    const key = valueNormsKey(stream, layer);
+    const hit = data.peek(key);
+    if (hit) return read(hit);
+    const error = failed.get(key);
+    if (error) return error;
+    if (!asked.has(key)) {
+      asked.add(key);
+      data.request([key]).then((got) => {
+        const c = got.get(key);
+        if (c?.error) failed.set(key, c.error);
+        redraw();
+      }).catch(() => undefined);
+    }
+    return null;
+  };
+}

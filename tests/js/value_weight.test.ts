@@ -32,3 +32,20 @@ describe("value-weighted rows", () => {
     expect(round(valueWeighted(rows, { norm: Float32Array.from([0, 0]), rowsum: Float32Array.from([0]) }))).toEqual([0, 0]);
   });
 });
+
+describe("value-weighted thumbnails (model view)", () => {
+  it("rescale each cell to its own largest value-weighted weight (closed form, unpooled)", async () => {
+    const { weightThumbs } = await import("../../js/views/model/model_value");
+    const { thumbValue } = await import("../../js/views/model/model_grid");
+    // α = [[1, 0], [0.5, 0.5]], norms [1, 3]: rows sum 1 and 2, so weighted [[1, 0], [0.25, 0.75]]
+    const byte = (r: number): number => (r > 0 ? Math.round(255 + (254 / 6) * Math.log10(r)) : 0);
+    const thumbs = Uint8Array.from([byte(1), 0, byte(0.5), byte(0.5)]);
+    const out = weightThumbs(thumbs, 1, 1, 2, 2, [{ norm: Float32Array.from([1, 3]), rowsum: Float32Array.from([1, 2]) }], 2, 2);
+    const back = Array.from(out, thumbValue);
+    expect(back[0]).toBe(1);
+    expect(back[1]).toBe(0);
+    // One log-scale byte is a factor 10^(6/254) ≈ 1.056: the input byte and the output byte each within half a step.
+    expect(Math.abs(Math.log10((back[2] as number) / 0.25))).toBeLessThan(6 / 254 + 1e-9);
+    expect(Math.abs(Math.log10((back[3] as number) / 0.75))).toBeLessThan(6 / 254 + 1e-9);
+  });
+});

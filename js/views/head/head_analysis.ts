@@ -6,6 +6,7 @@
 import { keySide, PIECE_MARK, querySide, type Side } from "../../tokens";
 import type { AppState, Meta, Selection, Store, StreamMeta } from "../../wire/types";
 import { h, type Listeners } from "../common";
+import { VALUE_WEIGHT_LABEL, VALUE_WEIGHT_LEGEND, valueWeighted, type ValueNorms } from "../value_weight";
 import type { TopRows } from "./head_lines";
 import {
   asTopRows, decodeTop, hideTokens, keepQueries, logScale, mergeWords, stackHeads, summedKeys, wordCount, type Rows,
@@ -107,16 +108,22 @@ export interface AnalysisInput {
   log: boolean;
   /** Display rows whose lines alone are drawn (several queries); [] for every row. */
   keep: readonly number[];
+  /** The layer's value norms when weights are drawn weighted by them (`value_weighted`), else null. */
+  values?: ValueNorms | null;
 }
 
 /** The rows to draw lines from (`lines`), and the weights before the log scale (`weights`), for sums. */
 export interface Analysed { lines: TopRows; weights: Rows }
 
-/** The pipeline: stack pseudo-heads, hide and renormalise, merge words, keep the summed queries, log. */
+/**
+ * The pipeline: weight by value norm, stack pseudo-heads, hide and renormalise, merge words,
+ * keep the summed queries, log. Pseudo-heads (a mean, a rollout) have no values: they stay raw.
+ */
 export function analyse(a: AnalysisInput): Analysed {
   const { display: d } = a;
   const keys = d.tokensK.labels.length;
   let rows = decodeTop(a.top, a.heads, keys);
+  if (a.values) rows = valueWeighted(rows, a.values);
   if (a.pseudo) rows = stackHeads(rows, decodeTop(a.pseudo, a.pseudoHeads, keys));
   if (a.hide) rows = hideTokens(rows, hiddenTokens(d.tokensQ), hiddenTokens(d.tokensK));
   if (d.wordsQ && d.wordsK) rows = mergeWords(rows, d.wordsQ, d.wordsK);
@@ -134,14 +141,16 @@ export function sums(a: Analysed, heads: readonly number[], queries: readonly nu
 }
 
 /** The analysis switches in the head view's toolbar: pseudo-head toggles and three checkboxes. */
-export function analysisControls(bar: HTMLElement, L: Listeners, store: Store<AppState>, offered: () => string[]): {
+export function analysisControls(bar: HTMLElement, L: Listeners, store: Store<AppState>, offered: () => string[], hasNorms: () => boolean = () => false): {
   /** Rebuild the pseudo-head buttons for the current stream. */
   build: (dark: boolean) => void;
   /** Show the store's values. */
   sync: () => void;
+  /** Say under the toolbar how the weights are drawn: value-weighted, or why not (null: nothing to say). */
+  sayValues: (text: string | null) => void;
 } {
   const pseudo = h("div", "attnscope-swatches attnscope-pseudo", { role: "group", "aria-label": "Pseudo-heads" });
-  const box = (name: keyof Pick<Selection, "words" | "hide_special" | "log_scale">, text: string, tip: string) => {
+  const box = (name: keyof Pick<Selection, "words" | "hide_special" | "log_scale" | "value_weighted">, text: string, tip: string) => {
     const label = h("label", "attnscope-check", { title: tip });
     const input = h("input", "", { type: "checkbox", "data-testid": `toggle-${name}` });
     label.append(input, document.createTextNode(text));
@@ -153,7 +162,11 @@ export function analysisControls(bar: HTMLElement, L: Listeners, store: Store<Ap
     box("hide_special", "hide special", "Hide the first and special tokens and renormalise each row over the keys left"),
     box("log_scale", "log", "Opacity and bars on a log scale (0.001 to 1)"),
   ];
-  bar.append(pseudo, ...boxes.map((b) => b.label));
+  const values = box("value_weighted", VALUE_WEIGHT_LABEL, `Draw each weight ${VALUE_WEIGHT_LEGEND}`);
+  const legend = h("span", "attnscope-hint attnscope-value-legend", { "data-testid": "value-legend" });
+  legend.hidden = true;
+  bar.append(pseudo, ...boxes.map((b) => b.label), values.label, legend);
+  boxes.push(values);
   L.on(pseudo, "click", (e) => {
     const b = (e.target as HTMLElement).closest?.("[data-pseudo]") as HTMLElement | null;
     const name = b?.dataset.pseudo;
@@ -166,6 +179,11 @@ export function analysisControls(bar: HTMLElement, L: Listeners, store: Store<Ap
     const s = store.get();
     for (const b of pseudo.children) b.setAttribute("aria-pressed", s.pseudo_heads.includes((b as HTMLElement).dataset.pseudo ?? "") ? "true" : "false");
     for (const b of boxes) b.input.checked = s[b.name];
+    values.label.hidden = !hasNorms();
+  };
+  const sayValues = (text: string | null): void => {
+    legend.textContent = text ?? "";
+    legend.hidden = !text;
   };
   const build = (dark: boolean): void => {
     pseudo.replaceChildren();
@@ -180,5 +198,5 @@ export function analysisControls(bar: HTMLElement, L: Listeners, store: Store<Ap
     pseudo.hidden = !offered().length;
     sync();
   };
-  return { build, sync };
+  return { build, sync, sayValues };
 }

@@ -18,6 +18,7 @@ import { defaultLineScale, faintNotice, scaleControl, type LineScale } from "./h
 import type { TokenColumn } from "./head_tokens";
 import { segmentPanel, segmentToggle, type SegmentPanel } from "./head_segments";
 import { rolloutToggle } from "./head_rollout";
+import { VALUE_WEIGHT_LEGEND, valueNormsLoader, type NormsState } from "../value_weight";
 
 /** The elements and controls the parts read and write. */
 export interface HeadDom {
@@ -89,6 +90,8 @@ export interface HeadView {
   rolloutOn: boolean;
   rollout: { key: string; chunk: Chunk | null } | null;
   rolloutLines: Lines;
+  /** The `vnorm:` chunk of a layer (`value_weighted`): loaded, loading (null) or why not. */
+  norms: (stream: string, layer: number, sm: StreamMeta) => NormsState;
   /** Ask for a draw (coalesced by the view's scheduler). */
   redraw: () => void;
 }
@@ -123,7 +126,7 @@ export function mountHeadDom(ctx: ViewContext, L: Listeners, on: HeadHooks): Hea
   const segToggle = segmentToggle(meta, store, L);
   view.append(segPanel.el);
   const swatches = headSwatches(swatchBox, L, store, () => sm().num_heads);
-  const analysis = analysisControls(analysing ? bar : h("div"), L, store, () => (analysing ? offeredPseudo(sm()) : []));
+  const analysis = analysisControls(analysing ? bar : h("div"), L, store, () => (analysing ? offeredPseudo(sm()) : []), () => analysing && !!sm().has_value_norms);
   const rolloutBox = rolloutToggle(L, on.rollout);
   return { view, bar, swatchBox, status, viewport, body, canvas, colQ, colK, scaleBox, faint, segPanel, segToggle, swatches, analysis, rolloutBox };
 }
@@ -145,6 +148,7 @@ export function headState(ctx: ViewContext, dom: HeadDom): HeadView {
     pseudo: null, pseudoChunkKey: "", analysed: null,
     fade: 1, keyW: new Float32Array(0),
     rolloutOn: false, rollout: null, rolloutLines: emptyLines(),
+    norms: valueNormsLoader(data, () => v.redraw()),
     redraw: () => undefined,
   };
   v.scale = openingScale(v);
@@ -171,15 +175,39 @@ export function current(v: HeadView): Analysed | null {
   const sm = stream(v), s = st(v), pseudo = v.pseudo;
   const withPseudo = s.pseudo_heads.length > 0 && !!pseudo && !pseudo.error;
   const keep = v.hover ? [] : summed(v);
-  const sig = [v.top.signature(), withPseudo ? pseudo?.key : "", s.words, s.hide_special, s.log_scale, keep.join(",")].join("|");
+  const values = valuesShown(v);
+  // Weighting asked for but the norms still on their way: draw nothing rather than raw weights.
+  if (values === null) return null;
+  const weighted = typeof values === "object";
+  const sig = [v.top.signature(), withPseudo ? pseudo?.key : "", s.words, s.hide_special, s.log_scale, keep.join(","), weighted ? `${s.stream}:${s.layer}` : ""].join("|");
   if (v.analysed?.sig !== sig) {
     v.analysed = { sig, value: analyse({
       top: rows, heads: sm.num_heads,
       pseudo: withPseudo && pseudo ? topRowsOf(pseudo, sm.q_len, sm.top_k) : null, pseudoHeads: offeredPseudo(sm).length,
       display: v.display, hide: s.hide_special, log: s.log_scale, keep,
+      values: weighted ? values : null,
     }) };
   }
   return v.analysed.value;
+}
+
+/**
+ * The value norms the weights are drawn with: the layer's (a `ValueNorms`), null while they
+ * load, or false (raw weights: the switch is off, or the stream has none); the toolbar says which.
+ */
+function valuesShown(v: HeadView): NormsState | false {
+  const s = st(v), sm = stream(v);
+  if (!s.value_weighted || !v.analysing) {
+    v.dom.analysis.sayValues(null);
+    return false;
+  }
+  const got = v.norms(s.stream, s.layer, sm);
+  if (typeof got === "string") {
+    v.dom.analysis.sayValues(`raw weights: ${got}`);
+    return false;
+  }
+  v.dom.analysis.sayValues(got ? VALUE_WEIGHT_LEGEND : "loading the value norms…");
+  return got;
 }
 
 /** The rows the lines are drawn from (through the analysis switches where they apply); null while they load. */

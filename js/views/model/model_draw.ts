@@ -14,6 +14,7 @@ import { cellNumbers, layerRanking, paintBadges, statValues } from "./model_stat
 import { loadSegments, segmentLayer, segmentMode, segmentSide, visibleLayers } from "./model_segments";
 import { segmentsOf } from "../head/head_segments";
 import { firstRow, perRow, streamNow, type Cell, type ModelView } from "./model_state";
+import { shownThumbBytes, valueLegend } from "./model_value";
 
 /** The legend's words for the scale. */
 export function sayScale(m: ModelView): void {
@@ -25,7 +26,9 @@ export function sayScale(m: ModelView): void {
       : perRow(m)
         ? `linear, each row of a cell scaled to its own largest weight (over ${LONG_INPUT} tokens a row's weights are too faint beside the cell's largest)`
         : "each cell scaled to its own largest weight (linear)";
+  legend.textContent += valueLegend(m);
   view.dataset.scale = m.heat;
+  view.dataset.valueWeighted = String(!!valueLegend(m));
   view.dataset.perRow = String(perRow(m));
 }
 
@@ -36,7 +39,9 @@ export function thumbnails(m: ModelView): Thumbnails | null {
   const sm = streamNow(m), a = arr(thumbs, "thumbs");
   if (m.signed) return signedThumbnails(thumbs, sm);
   const rows = a.shape[2] ?? sm.thumb_rows, cols = a.shape[3] ?? sm.thumb_cols;
-  let bytes = a.data as Uint8Array;
+  const weighted = shownThumbBytes(m, a.data as Uint8Array, rows, cols);
+  if (!weighted) return null; // the value norms are on their way
+  let bytes = weighted;
   if (perRow(m)) {
     if (m.ownMax?.from !== bytes) m.ownMax = { from: bytes, data: rowsToOwnMax(bytes, cols) };
     bytes = m.ownMax.data;

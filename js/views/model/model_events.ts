@@ -5,6 +5,7 @@ import { LONG_INPUT, type HeatScale } from "../../colors";
 import { attnKey } from "../../wire/keys";
 import type { Listeners } from "../common";
 import { drawPreview, placePreview, sayScale, scene } from "./model_draw";
+import { valueSwitch } from "./model_value";
 import { cellAt, GAP, placedOrigin } from "./model_grid";
 import { loadStats, loadThumbs } from "./model_load";
 import { loadSegments, resetSegments, segmentMode, segmentPair } from "./model_segments";
@@ -83,6 +84,8 @@ export function bindModelEvents(m: ModelView, L: Listeners): void {
   const { canvas, onlyBox, scaleSel } = m.dom;
   L.on(onlyBox, "change", () => store.set({ generated_only: onlyBox.checked }));
   L.on(m.dom.segBox, "change", () => store.set({ segment_rows: m.dom.segBox.checked }));
+  m.syncValues = valueSwitch(m, L);
+  m.syncValues();
   // Collapsed rows load a layer as its row comes into the window (any scrolling box).
   L.on(window, "scroll", () => loadSegments(m), { capture: true, passive: true });
   m.onSegments = () => { if (m.hoverCell) drawPreview(m, m.hoverCell); };
@@ -103,7 +106,8 @@ export function bindModelEvents(m: ModelView, L: Listeners): void {
 export function followStore(m: ModelView): () => void {
   return m.ctx.store.subscribe((changed) => {
     if (changed.has("theme_rev")) readModelTheme(m);
-    if (changed.has("stream")) sayScale(m);
+    if (changed.has("stream") || changed.has("value_weighted") || changed.has("generated_only")) sayScale(m);
+    m.syncValues();
     if (changed.has("stream") || changed.has("generated_only")) loadThumbs(m);
     if (changed.has("stream") || changed.has("rank_by")) loadStats(m);
     if (changed.has("stream")) resetSegments(m);

@@ -8,6 +8,7 @@ import { streamOf } from "../../tokens";
 import type { Chunk, StatisticMeta, StreamMeta, ViewContext } from "../../wire/types";
 import { divergingLut } from "../compare/compare_colors";
 import { thumbLut, type GridGeometry } from "./model_grid";
+import { valueNormsLoader, type NormsState } from "../value_weight";
 
 /** The elements the parts read and write. */
 export interface ModelDom {
@@ -62,6 +63,12 @@ export interface ModelView {
   /** A segments chunk arrived while a cell is hovered: redraw its preview. */
   onSegments: () => void;
   hoverTimer: ReturnType<typeof setTimeout> | null;
+  /** The `vnorm:` chunk of a layer (`value_weighted`): loaded, loading (null) or why not. */
+  norms: (stream: string, layer: number, sm: StreamMeta) => NormsState;
+  /** Value-weighted copy of the loaded thumbnails' bytes (model_value.ts), made once per chunk and stream. */
+  weighted: { from: Uint8Array; key: string; data: Uint8Array } | null;
+  /** Show the store's `value_weighted` on the toolbar's switch. */
+  syncValues: () => void;
   /** Ask for a draw (coalesced by the view's scheduler). */
   redraw: () => void;
 }
@@ -86,6 +93,7 @@ export function modelState(ctx: ViewContext, dom: ModelDom): ModelView {
     pixels: { image: null },
     ownMax: null, hoverCell: null, hoverPair: null, hoverTimer: null,
     segAsked: new Set(), segChunks: new Map(), segBytes: new Map(), onSegments: () => undefined,
+    norms: valueNormsLoader(ctx.data, () => m.redraw()), weighted: null, syncValues: () => undefined,
     redraw: () => undefined,
   };
   setLuts(m);
