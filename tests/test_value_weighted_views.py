@@ -47,8 +47,9 @@ def make(minilm_path: Path) -> dict[str, Any]:
     widget = attnscope.AttentionWidget(trace)
     vnorm = _arrays(widget, f"vnorm:self:{LAYER}")
     top = _arrays(widget, f"top:self:{LAYER}")
+    rows = slice(0, stream.q_len)
     heads = range(stream.num_heads)
-    expected = [value_weighted_rows(stream, LAYER, h, slice(0, stream.q_len)).numpy() for h in heads]
+    expected = [value_weighted_rows(stream, LAYER, h, rows).numpy() for h in heads]
     as_list = lambda a: np.asarray(a, np.float64).reshape(-1).tolist()  # noqa: E731
     return {
         "text": TEXT,
