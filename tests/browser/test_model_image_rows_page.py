@@ -71,7 +71,7 @@ def test_model_view_collapses_images(
     caption.wait_for(state="visible")
     text = caption.inner_text()
     assert "images collapsed" in text
-    assert "query img0 (4×4 patches) → key " in text
+    assert "query \u2068img0 (4×4 patches)\u2069 → key \u2068" in text  # labels isolated
     assert page.locator('[data-testid="model-preview"]').get_attribute("data-source") == "segments"
     assert page.locator('[data-testid="model-preview"]').get_attribute("data-query-labels") == str(
         rows

@@ -60,7 +60,8 @@ def test_the_model_view_is_ordered_by_the_scan_mean(
     select = page.locator('[data-testid="rank-by"]')
     expect(select).to_have_value("scan:prev")
     chosen = select.locator("option:checked")
-    expect(chosen).to_have_text("rank: scan:prev · mean over 3 inputs (± spread)")
+    # The scan's column name isolated (FSI … PDI) in attnscope's words.
+    expect(chosen).to_have_text("rank: \u2068scan:prev\u2069 · mean over 3 inputs (± spread)")
 
     canvas = exported.canvas("model")
     box = canvas.bounding_box()
@@ -72,7 +73,7 @@ def test_the_model_view_is_ordered_by_the_scan_mean(
     expect(caption).to_contain_text(f"Layer {layer} · head {head}")
     mean = ranked[(ranked["layer"] == layer) & (ranked["head"] == head)].iloc[0]
     expect(caption).to_contain_text(
-        re.compile(rf"scan:prev {mean['mean']:.2f} ± {mean['std']:.2f}")
+        re.compile(rf"scan:prev\u2069 {mean['mean']:.2f} ± {mean['std']:.2f}")
     )
     expect(caption).to_contain_text(f"(strongest: input {int(mean['strongest_input'])})")
     canvas.click(position=at)
