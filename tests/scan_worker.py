@@ -7,7 +7,8 @@ it blocks on stdin, so the test kills it mid-scan at a known point.
 ``torchrun --nproc-per-node 2 tests/scan_worker.py ranks RESULTS``: on a gloo
 process group, each rank scans :data:`TEXTS` (sharded), writes its DataFrame
 and attrs to ``RESULTS/rank<r>.parquet`` / ``.json``; scans again with
-``out=RESULTS/folder`` twice (written, then resumed); then a scan where one
+``out=RESULTS/folder`` twice (written, then resumed); runs :data:`NEEDLE`
+(``RESULTS/needle<r>.parquet``); then a scan where one
 input raises on whichever rank holds it, writing the error every rank raised
 to ``RESULTS/error<r>.txt``.
 """
@@ -37,6 +38,17 @@ TEXTS = [
 
 FAILING = "This input fails on its rank."
 """The input the ``ranks`` mode's last scan makes raise, wherever it lands."""
+
+
+NEEDLE: dict[str, Any] = {
+    "haystack": "Grass is green. The sky is blue.",
+    "needle": "The key is 42.",
+    "question": "What is the key?",
+    "lengths": [24, 40],
+    "depths": [0.0, 1.0],
+    "max_new_tokens": 3,
+}
+"""A small needle-in-a-haystack grid (4 runs) the ranks share."""
 
 
 def tiny_llama() -> tuple[Any, Any]:
@@ -117,6 +129,10 @@ def ranks_mode(results: Path) -> None:
     folder = results / "folder"
     save(attnscope.scan(model, TEXTS, tokenizer=tokenizer, out=folder), "written")
     save(attnscope.scan(model, TEXTS, tokenizer=tokenizer, out=folder), "resumed")
+
+    needle = attnscope.needle_in_a_haystack(model, tokenizer=tokenizer, **NEEDLE)
+    needle.heads.to_parquet(results / f"needle{rank}.parquet")
+    (results / f"needle{rank}.json").write_text(json.dumps(needle.heads.attrs))
 
     def failing_one(model: Any, item: Any, **options: Any) -> Any:
         if item == FAILING:

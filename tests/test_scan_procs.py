@@ -28,7 +28,7 @@ import attnscope
 import attnscope.sources
 from attnscope.analysis.scan_store import SETTINGS, TEMPORARY, input_file
 from attnscope.errors import AttnscopeError, ScanFolderError
-from scan_worker import FAILING, TEXTS, tiny_llama
+from scan_worker import FAILING, NEEDLE, TEXTS, tiny_llama
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "scan_worker.py"
@@ -118,8 +118,16 @@ def test_two_ranks_equal_one_process_and_share_the_inputs(
     assert errors[0] == errors[1]
     assert "inputs[5] failed on rank " in errors[0]
     assert "RuntimeError: the model ran out of patience" in errors[0]
-    # A folder written by 2 ranks resumes in one process (the rank count may change).
+    # needle_in_a_haystack shares its runs too.
     model, tokenizer = llama
+    needle = attnscope.needle_in_a_haystack(model, tokenizer=tokenizer, **NEEDLE).heads
+    for rank in (0, 1):
+        shared = pd.read_parquet(tmp_path / f"needle{rank}.parquet")
+        pd.testing.assert_frame_equal(shared, needle, **TOLERANCE)  # type: ignore[arg-type]
+        assert json.loads((tmp_path / f"needle{rank}.json").read_text()) == {"world_size": 2}
+    assert needle.attrs["world_size"] == 1
+    counted.clear()
+    # A folder written by 2 ranks resumes in one process (the rank count may change).
     resumed = attnscope.scan(model, TEXTS, tokenizer=tokenizer, out=tmp_path / "folder")
     assert counted == []
     assert resumed.attrs["resumed_inputs"] == len(TEXTS)

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attnscope._progress import progress
 from attnscope.analysis.frames import head_frame, pandas_for
 from attnscope.analysis.retrieval import retrieval_table
+from attnscope.analysis.scan_shard import run_inputs
 from attnscope.errors import AttnscopeError
 
 if TYPE_CHECKING:
@@ -249,6 +249,13 @@ def needle_in_a_haystack(
     -------
     NeedleScores
         ``heads`` (the mean over runs, strongest first), ``runs`` and ``prompts``.
+        ``heads.attrs["world_size"]`` says how many ranks shared the runs.
+
+    Notes
+    -----
+    Under ``torch.distributed`` (``torchrun``, ``accelerate launch``) the runs
+    are shared among the ranks, balanced by prompt length, and every rank
+    returns the same scores, as one process would (see :func:`attnscope.scan`).
 
     Examples
     --------
@@ -297,7 +304,6 @@ def needle_in_a_haystack(
                 f"but {type(model).__name__} takes at most {limit}; ask for lengths up to "
                 f"{limit - new}."
             )
-    runs, prompts = [], []
     grid = [(length, depth) for length in grid_lengths for depth in grid_depths]
     made = [  # every prompt before any run: a length too short is refused first
         build_prompt(
@@ -311,31 +317,39 @@ def needle_in_a_haystack(
         )
         for length, depth in grid
     ]
-    with progress(len(grid), "needle runs", unit="run") as bar:
-        for (length, depth), prompt in zip(grid, made, strict=True):
-            trace = capture(
-                model, prompt.text, tokenizer=tokenizer, max_new_tokens=new, **capture_options
-            )
-            assert trace.prompt_length is not None
-            first, stop = needle_tokens(tokenizer, prompt, trace.prompt_length)
-            table = retrieval_table(trace, (first, stop))
-            stream = trace.stream
-            frame = head_frame("needle_in_a_haystack", stream.layers, stream.num_heads, table)
-            frame.insert(0, "depth", depth)
-            frame.insert(0, "length", length)
-            runs.append(frame)
-            prompts.append(
-                {
-                    "length": length,
-                    "depth": depth,
-                    "tokens": trace.prompt_length,
-                    "needle_first": first,
-                    "needle_stop": stop,
-                    "generated_text": trace.generated_text,
-                }
-            )
-            del trace
-            bar.update(1)
+
+    def one(index: int) -> tuple[pd.DataFrame, dict[str, Any]]:
+        (length, depth), prompt = grid[index], made[index]
+        trace = capture(
+            model, prompt.text, tokenizer=tokenizer, max_new_tokens=new, **capture_options
+        )
+        assert trace.prompt_length is not None
+        first, stop = needle_tokens(tokenizer, prompt, trace.prompt_length)
+        table = retrieval_table(trace, (first, stop))
+        stream = trace.stream
+        frame = head_frame("needle_in_a_haystack", stream.layers, stream.num_heads, table)
+        frame.insert(0, "depth", depth)
+        frame.insert(0, "length", length)
+        facts = {
+            "length": length,
+            "depth": depth,
+            "tokens": trace.prompt_length,
+            "needle_first": first,
+            "needle_stop": stop,
+            "generated_text": trace.generated_text,
+        }
+        return frame, facts  # the trace is let go here, before the next run
+
+    # issue 37: under torch.distributed the runs are shared among the ranks by length
+    ran = run_inputs(
+        len(grid),
+        one,
+        weights=lambda: [float(length + new) for length, _ in grid],
+        description="needle runs",
+        unit="run",
+    )
+    runs = [frame for frame, _ in ran.results]
+    prompts = [facts for _, facts in ran.results]
     every = pandas.concat(runs, ignore_index=True)
     grouped = every.groupby(["layer", "head"], sort=True)["retrieval"]
     heads = pandas.DataFrame(
@@ -348,4 +362,6 @@ def needle_in_a_haystack(
     heads = heads.sort_values(
         ["retrieval", "layer", "head"], ascending=[False, True, True], kind="stable"
     )
-    return NeedleScores(heads.reset_index(drop=True), every, pandas.DataFrame(prompts))
+    heads = heads.reset_index(drop=True)
+    heads.attrs["world_size"] = ran.world_size
+    return NeedleScores(heads, every, pandas.DataFrame(prompts))
