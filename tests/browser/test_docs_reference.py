@@ -10,19 +10,17 @@ non-local request is aborted: no page may load anything from another host or log
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from browser_kit import PageWatch
+from static_server import served_folder
 
 import attnscope
 
@@ -30,11 +28,6 @@ pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = ("index.html", "api.html", "protocol.html")
-
-
-class QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")
@@ -55,16 +48,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def served(built: Path) -> Iterator[str]:
-    server = ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built))
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with served_folder(built) as url:
+        yield url
 
 
 def public_names() -> list[str]:

@@ -11,13 +11,10 @@ current view with no kernel, no "Loading" left and no error notice.
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import re
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -25,6 +22,7 @@ from typing import Any
 import pytest
 from browser_kit import DEFAULT_VIEW, PageWatch, Screenshots, wait_for_widget
 from page_kit import canvas_stats
+from static_server import served_folder
 
 pytestmark = pytest.mark.browser
 
@@ -67,23 +65,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-class QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def site_url(site: Path) -> Iterator[str]:
-    server = ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(site))
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with served_folder(site) as url:
+        yield url
 
 
 def test_pages_load_their_scripts_from_the_site_not_a_cdn(site: Path) -> None:
