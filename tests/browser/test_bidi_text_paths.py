@@ -1,4 +1,4 @@
-"""U+202E in every text attnscope quotes, in the exported page in offline chromium (issue 40, item 5).
+"""U+202E in every text attnscope quotes, in the exported page in offline chromium (issue 40).
 
 A RIGHT-TO-LEFT OVERRIDE sits in the model's name (the widget title), in two
 of the trace's notes, in a scan's column name (``scan=``: the rank menu, its
