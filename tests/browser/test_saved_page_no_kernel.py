@@ -55,14 +55,18 @@ def widgets() -> list[AttentionWidget]:
     return [shown, empty, neuron]
 
 
-@pytest.fixture(scope="module")
-def saved_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def write_saved_notebook(path: Path) -> Any:
+    """Write :func:`widgets` as a notebook with their saved widget state, as nbclient stores it."""
     from ipywidgets.embed import embed_data
-    from nbconvert import HTMLExporter
 
     shown = widgets()
     data = embed_data(views=shown, drop_defaults=False)  # as nbclient stores it
     notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
     notebook.metadata["widgets"] = {STATE_MIME: data["manager_state"]}
     for widget, spec in zip(shown, data["view_specs"], strict=True):
         cell = nbformat.v4.new_code_cell("widget")
@@ -72,7 +76,16 @@ def saved_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
             )
         ]
         notebook.cells.append(cell)
+    nbformat.write(notebook, str(path))
+    return notebook
+
+
+@pytest.fixture(scope="module")
+def saved_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from nbconvert import HTMLExporter
+
     folder = tmp_path_factory.mktemp("no_kernel")
+    notebook = write_saved_notebook(folder / "saved.ipynb")
     body, _ = HTMLExporter().from_notebook_node(notebook)
     page = folder / "saved.html"
     page.write_text(body, encoding="utf-8")
