@@ -47,6 +47,12 @@ export const segmentsKey = (stream: string, layer: number): string => `segments:
 /** One layer's value norms `‖f_h(x_j)‖` and value-weighted row sums (`_meta.streams[s].has_value_norms`). */
 export const valueNormsKey = (stream: string, layer: number): string => `vnorm:${stream}:${layer}`;
 
+/** The neuron view's "why" panel: one (layer, head, query, key)'s score split into its sources (encode/keys.py `why_key`). */
+export const whyKey = (stream: string, layer: number, head: number, query: number, key: number): string => `why:${stream}:${layer}:${head}:${query}:${key}`;
+
+/** The pairs a widget's "why" panel holds for a stream (encode/keys.py `whys_key`). */
+export const whysKey = (stream: string): string => `whys:${stream}`;
+
 /** Parts of each kind's key, kind included; a kind in `ROW_KINDS` may have one more (a first row, or pseudo's query). */
 const PARTS: Record<string, number> = { thumbs: 2, top: 3, attn: 4, qk: 4, stats: 2, pseudo: 3, tile: 7, image: 3, pixels: 2, segments: 3, vnorm: 3 };
 const ROW_KINDS: readonly string[] = ["thumbs", "top", "pseudo"];

@@ -20,6 +20,7 @@ reading the selection back; as the cell's last line it is still shown once.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from attnscope.analysis.compare import AttentionComparison
@@ -150,7 +151,13 @@ def _show_trace(view: ViewName, source: Any, text: Any, options: dict[str, Any])
     if view == "neuron" and isinstance(source, AttentionTrace):
         _check_has_qk(source)
     trace, widget_options = resolve_trace(source, text, passed_on=WIDGET_OPTIONS, **options)
-    return AttentionWidget(trace, view=view, **widget_options)
+    widget = AttentionWidget(trace, view=view, **widget_options)
+    if source_kind(source) == "model" and set(trace.streams) == {"self"}:
+        # The neuron view's why panel splits scores with the model the user holds anyway
+        # (a wrapper that is not a torch module, nnsight's, is not split: no panel work).
+        with contextlib.suppress(AttnscopeTypeError):
+            widget.explain(source, tokenizer=options.get("tokenizer"))
+    return widget
 
 
 def _check_has_qk(trace: AttentionTrace) -> None:

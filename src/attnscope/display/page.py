@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from attnscope._static import code_texts, packed_code, static_file, view_units
 from attnscope.analysis.compare import AttentionComparison
+from attnscope.display.why_sources import page_why
 from attnscope.encode.chunks import encode_chunk
 from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.embed import Encoder, check_qk_dtype, embed_chunks
@@ -99,7 +100,10 @@ def page_html(
         qk_dtype=qk_dtype,
         first=first,
     )
-    meta = page_meta(trace, chunks, shown, notes=notes, compared=compared)
+    # The neuron view's why panel: the pairs split in the notebook (not the trace's chunks).
+    why_chunks, why_notes = page_why(trace_or_widget, max_bytes) if "neuron" in shown else ({}, [])
+    meta = page_meta(trace, chunks, shown, notes=[*notes, *why_notes], compared=compared)
+    chunks = {**chunks, **why_chunks}
     shown_meta = getattr(trace_or_widget, "_meta", None)
     if compared is None and isinstance(shown_meta, dict):
         if "statistics" in shown_meta:

@@ -305,3 +305,52 @@ def value_norms_key(stream: str, layer: int) -> str:
     'vnorm:self:2'
     """
     return ChunkKey("vnorm", stream, layer).key
+
+
+WHY_KINDS = ("why", "whys")
+"""A widget part's keys, outside :data:`KINDS` (no trace holds them: the neuron view's "why"
+panel, ``display/why_sources.py``): ``why:<stream>:<layer>:<head>:<query>:<key>``, one
+pair's score split into its sources, and ``whys:<stream>``, the pairs the widget has."""
+
+
+def why_key(stream: str, layer: int, head: int, query: int, key: int) -> str:
+    """The "why" panel's chunk of one (layer position, head, query, key).
+
+    Examples
+    --------
+    >>> why_key("self", 2, 3, 5, 1)
+    'why:self:2:3:5:1'
+    """
+    return ":".join(["why", stream, *(str(n) for n in (layer, head, query, key))])
+
+
+def whys_key(stream: str) -> str:
+    """The pairs a widget's "why" panel holds for ``stream`` (what a saved page can show).
+
+    Examples
+    --------
+    >>> whys_key("self")
+    'whys:self'
+    """
+    return ":".join(["whys", stream])
+
+
+def read_why_key(key: object) -> tuple[str, tuple[int, ...]] | None:
+    """The parts of a ``why:`` or ``whys:`` key, or None for any other key.
+
+    ``(stream, (layer, head, query, key))`` of a ``why:`` key, ``(stream, ())`` of a ``whys:``.
+
+    Examples
+    --------
+    >>> read_why_key("why:self:2:3:5:1"), read_why_key("whys:self"), read_why_key("top:self:0")
+    (('self', (2, 3, 5, 1)), ('self', ()), None)
+    """
+    if not isinstance(key, str):
+        return None
+    kind, _, rest = key.partition(":")
+    parts = rest.split(":")
+    if kind == "whys" and len(parts) == 1 and parts[0]:
+        return parts[0], ()
+    if kind != "why" or len(parts) != 5 or not all(p.isdigit() for p in parts[1:]):
+        return None
+    return parts[0], tuple(int(p) for p in parts[1:])
