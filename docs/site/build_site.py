@@ -149,7 +149,7 @@ def index_html(pages: list[Page]) -> str:
   <h1>attnscope examples</h1>
   <p>The example notebooks of <code>examples/</code>, run once and saved with their
   widgets' state: each widget draws its first screen here without a kernel, and says
-  what needs one (run the notebook for the rest).</p>
+  what needs one (run the cell to explore further).</p>
   <ul>
 {items}
   </ul>
