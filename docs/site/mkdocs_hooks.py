@@ -5,11 +5,14 @@
 - ``api.md`` lists every name of ``attnscope.__all__`` (the whole public API), each rendered
   by mkdocstrings from its docstring at the module that defines it, so a new public name
   appears without editing a page, and a name cannot be left out.
+- Sphinx roles in the docstrings (``:func:`compare```, ``:data:`~a.b.C```) are drawn as
+  code (the last part where the target starts with ``~``), not as raw role text.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +63,27 @@ def on_files(files: Files, config: Any) -> Files:
             files.remove(existing)
         files.append(File.generated(config, name, content=content))
     return files
+
+
+_ROLE = re.compile(r":(?:func|meth|class|data|attr|mod|obj|exc|const):<code>(~?)([^<]*)</code>")
+
+
+def _role_as_code(match: re.Match[str]) -> str:
+    short, target = match.group(1), match.group(2)
+    return f"<code>{target.rsplit('.', 1)[-1] if short else target}</code>"
+
+
+def plain_roles(html: str) -> str:
+    """Sphinx roles as mkdocstrings leaves them (``:func:<code>x</code>``) drawn as code.
+
+    Examples
+    --------
+    >>> plain_roles(":func:<code>compare</code> and :data:<code>~a.b.LIMIT</code>")
+    '<code>compare</code> and <code>LIMIT</code>'
+    """
+    return _ROLE.sub(_role_as_code, html)
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
+    """Every page's HTML with the docstrings' Sphinx roles drawn as code."""
+    return plain_roles(html)

@@ -27,7 +27,7 @@ import attnscope
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
-PAGES = ("index.html", "api.html", "protocol.html")
+PAGES = ("index.html", "api.html", "protocol.html", "guide/views.html", "guide/analysis.html")
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +64,8 @@ def test_the_api_reference_names_every_public_name(built: Path) -> None:
     assert not missing, f"not in the API reference: {missing}"
     # Each entry carries its docstring's example, not only a signature.
     assert body.count("Examples") >= len(public_names()) // 2
+    # Sphinx roles in docstrings are drawn as code, never as raw ":func:" text.
+    assert not re.findall(r":(?:func|meth|class|data|attr|mod):<code>", body)
 
 
 def test_no_page_refers_to_another_host_for_what_it_loads(built: Path) -> None:
