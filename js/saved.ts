@@ -3,6 +3,7 @@
 import { chunkWords } from "./chunk_words";
 import { embeddedBytes, inflateBase64, splitConcatenated } from "./data";
 import { type DecodeLedger, pageLedger } from "./decode_budget";
+import { isolate } from "./label_text";
 import type { ModelHost } from "./traits";
 import { arraysProblem } from "./wire/check_chunk";
 import type { ArraySpec, Chunk, EmbeddedChunk, Meta } from "./wire/types";
@@ -53,7 +54,8 @@ function specsOf(e: unknown): ArraySpec[] {
 export async function decodeEmbedded(key: string, e: EmbeddedChunk, meta?: Meta, ledger: DecodeLedger = pageLedger()): Promise<Chunk> {
   let refund = (): void => undefined;
   try {
-    if (typeof e?.error === "string") return { key, arrays: {}, error: e.error };
+    // The saved state's own error is its words: isolated in ours ("Could not load …: ⁨error⁩").
+    if (typeof e?.error === "string") return { key, arrays: {}, error: isolate(e.error) };
     const specs = specsOf(e);
     const expected = embeddedBytes(specs);
     const problem = meta ? arraysProblem(meta, key, specs) : null;

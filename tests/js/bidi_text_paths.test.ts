@@ -3,6 +3,7 @@
 // captions, the overview's canvas row labels (cut by grapheme). A U+202E in any of them reaches
 // no character outside it.
 import { renderApp } from "../../js/app";
+import { decodeEmbedded } from "../../js/saved";
 import { exportCaption } from "../../js/views/head/head_scale";
 import { rowLabel } from "../../js/views/overview/overview_draw";
 import { listeners } from "../../js/views/common";
@@ -64,6 +65,11 @@ describe("quoted texts are isolates", () => {
     const caption = exportCaption(`ev${RLO}il · 2 layers × 3 heads`, 1, [0, 1, 2], 3, `q${RLO}`);
     expect(caption.startsWith(`${FSI}ev${RLO}il\u202c${PDI} · layer 1 · all 3 heads · query`)).toBe(true);
     expect(leaks(caption)).toBe(false);
+  });
+
+  it("a saved chunk's own error, shown after \"Could not load …:\"", async () => {
+    const { error } = await decodeEmbedded("top:self:0", { error: `gone${RLO}` }, makeFixture().meta);
+    expect(error).toBe(`${FSI}gone${RLO}\u202c${PDI}`);
   });
 
   it("the overview's row labels: isolated, cut by grapheme, never inside a surrogate pair", () => {
