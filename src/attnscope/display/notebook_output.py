@@ -1,4 +1,4 @@
-"""How a widget meets a notebook: its display, its static snapshot and its saved state.
+"""How a widget meets a notebook: its front-end code, display, static snapshot and saved state.
 
 A live notebook renders the widget's view mime type; nbconvert, GitHub and other
 kernel-less viewers read the ``text/html`` snapshot beside it
@@ -14,6 +14,7 @@ from typing import Any
 import traitlets as t
 
 from attnscope._progress import take_emptied_output
+from attnscope._static import code_texts, packed_code, static_text, view_units, widget_module
 from attnscope.display.lifetime import close_when_cell_reruns
 from attnscope.display.selection_rules import SelectionRules
 from attnscope.display.snapshot import saved_chunks, snapshot_bundle
@@ -40,6 +41,25 @@ class NotebookOutput(SelectionRules):
     >>> sorted(w._saved)
     ['top:self:0']
     """
+
+    # As text, not as paths: anywidget would watch the files for hot reload and keep
+    # every widget, and its trace, alive through the watcher (anywidget issue #929).
+    # The module is a small loader that imports the bundle once per page (anywidget #613).
+    _esm = widget_module()
+    _css = static_text("widget.css")
+    _bundle = t.Dict(read_only=True).tag(sync=True)
+    """The front end's modules for this widget's views, which :attr:`_esm` imports; fixed.
+
+    ``{file: deflate-raw base64 of its text}`` from ``attnscope/static/code/``: the
+    widget's entry and the views it offers, each imported once per page after its
+    SHA-256 matches the loader's, a view's when it is first shown.
+    Type: dict[str, str]. Default: the modules of the widget's views.
+    """
+
+    @t.default("_bundle")
+    def _bundle_of_views(self) -> dict[str, str]:
+        units = view_units(self._views, comparison=self._compared is not None)
+        return packed_code(code_texts("widget", units))
 
     _saved = t.Dict().tag(sync=True)
     """The current view's chunks as the widget was displayed, so saved widget state draws.

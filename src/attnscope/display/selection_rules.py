@@ -28,6 +28,14 @@ if TYPE_CHECKING:
     from attnscope.trace import AttentionStream, AttentionTrace
 
 
+class HeadList(t.List):  # type: ignore[type-arg]
+    """A trait holding a list of head indices, where ``None`` stands for every head."""
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        """Check the list as a list of ints, None read as ``[]`` (every head)."""
+        return super().validate(obj, [] if value is None else value)
+
+
 class SelectionRules(anywidget.AnyWidget):  # type: ignore[misc]
     """The checks and links of a widget's selection traits; the widget declares the traits.
 

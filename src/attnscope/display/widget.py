@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import traitlets as t
 
-from attnscope._static import code_texts, packed_code, static_text, view_units, widget_module
 from attnscope.analysis.compare import AttentionComparison
 from attnscope.display.image_rows import ImageRows
 from attnscope.display.lifetime import forget_in_history
@@ -21,7 +20,7 @@ from attnscope.display.notebook_output import NotebookOutput
 from attnscope.display.page import DEFAULT_MAX_BYTES, save_html
 from attnscope.display.scan_ranking import ScanRanking
 from attnscope.display.segmented import WidgetSegments
-from attnscope.display.selection_rules import unknown_stream
+from attnscope.display.selection_rules import HeadList, unknown_stream
 from attnscope.display.strongest import strongest_trace
 from attnscope.display.where_called import display_where_called, kernel_shell
 from attnscope.display.why_sources import answer_why, why_sources
@@ -50,13 +49,6 @@ if TYPE_CHECKING:
 
 OPTIONS = ("view", *WIDGET_OPTIONS)
 """Keyword arguments :class:`AttentionWidget` takes after the trace."""
-
-
-class _Heads(t.List):  # type: ignore[type-arg]
-    """A list of head indices where ``None`` stands for every head."""
-
-    def validate(self, obj: Any, value: Any) -> Any:
-        return super().validate(obj, [] if value is None else value)
 
 
 class AttentionWidget(NotebookOutput):
@@ -123,25 +115,6 @@ class AttentionWidget(NotebookOutput):
     ['mean', 'rollout']
     """
 
-    # As text, not as paths: anywidget would watch the files for hot reload and keep
-    # every widget, and its trace, alive through the watcher (anywidget issue #929).
-    # The module is a small loader that imports the bundle once per page (anywidget #613).
-    _esm = widget_module()
-    _css = static_text("widget.css")
-    _bundle = t.Dict(read_only=True).tag(sync=True)
-    """The front end's modules for this widget's views, which :attr:`_esm` imports; fixed.
-
-    ``{file: deflate-raw base64 of its text}`` from ``attnscope/static/code/``: the
-    widget's entry and the views it offers, each imported once per page after its
-    SHA-256 matches the loader's, a view's when it is first shown.
-    Type: dict[str, str]. Default: the modules of :attr:`views`.
-    """
-
-    @t.default("_bundle")
-    def _bundle_of_views(self) -> dict[str, str]:
-        units = view_units(self._views, comparison=self._compared is not None)
-        return packed_code(code_texts("widget", units))
-
     _meta = t.Dict().tag(sync=True)
     """Everything small about the trace (``docs/protocol.md``, "_meta"); set once.
 
@@ -163,7 +136,7 @@ class AttentionWidget(NotebookOutput):
 
     Type: int. Default: 0.
     """
-    heads = _Heads(t.Int()).tag(sync=True)
+    heads = HeadList(t.Int()).tag(sync=True)
     """Selected heads, sorted; set ``None`` or ``[]`` to select every head.
 
     Type: list[int]. Default: every head.
