@@ -15,13 +15,18 @@ import { bindNeuronEvents, followStore } from "./neuron_events";
 import { loadQk } from "./neuron_load";
 import { rowsPicture } from "./neuron_paint";
 import { missingHeads, neuronState, queryIdx, st, streamNow, type NeuronDom } from "./neuron_state";
+import { whyInputOf, whyPanel } from "./neuron_why";
 
 export function renderNeuronView(ctx: ViewContext): Cleanup {
   const { meta } = ctx;
   const L = listeners();
   const dom = mountNeuronDom(ctx, L);
   const n = neuronState(ctx, dom);
-  const sched = scheduler(() => drawNeuron(n));
+  const why = whyPanel(dom.view, dom.qline, L, ctx.data, (p) => ctx.store.set(p), () => n.redraw());
+  const sched = scheduler(() => {
+    drawNeuron(n);
+    why.show(whyInputOf(n));
+  });
   n.redraw = () => sched.request();
   bindNeuronEvents(n, L);
 
