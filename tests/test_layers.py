@@ -214,3 +214,10 @@ def test_only_sources_reaches_into_sources_hf() -> None:
         if t == "attnscope.sources.hf" or t.startswith("attnscope.sources.hf.")
     ]
     assert not reaching, "go through sources.session or sources.inputs:\n" + "\n".join(reaching)
+
+
+def test_the_widget_module_stays_small() -> None:
+    # Issue 38: the widget keeps its traits, their assembly and its messages; a feature's
+    # work goes in a part of its own (display/widget_parts.py, encode/dispatch.py, ...).
+    lines = len(MODULES["attnscope.display.widget"].read_text(encoding="utf-8").splitlines())
+    assert lines <= 650, f"display/widget.py has {lines} lines (at most 650): move a part out"
