@@ -10,10 +10,13 @@
 //   manifest and import the modules from their texts after checking them (js/loader/link.ts).
 // - widget.js: the whole front end in one module, for hosts that import a file.
 // - widget.css: every page and widget inlines it.
+// - vendor/: require.js, @jupyter-widgets/html-manager's embed-amd.js and anywidget, copied as
+//   published, so `python -m attnscope share` inlines them from an installed wheel too
+//   (src/attnscope/display/share.py); vendor/NOTICE.txt names each with its version and licence.
 import { build } from "esbuild";
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { basename } from "node:path";
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { basename, dirname } from "node:path";
 
 const outdir = "src/attnscope/static";
 const codedir = `${outdir}/code`;
@@ -69,3 +72,22 @@ await build({ ...common, entryPoints: ["js/widget_all.ts"], format: "esm", outfi
 rmSync(`${outdir}/standalone.js`, { force: true }); // the page was one script before code/
 // Whitespace and comments only (colours and selectors stay as written): every page and widget inlines it.
 await build({ entryPoints: ["js/style.css"], bundle: false, minifyWhitespace: true, logLevel: "warning", outfile: `${outdir}/widget.css` });
+
+// The widget manager `share` inlines into a page, as published (paths as under node_modules).
+const vendordir = `${outdir}/vendor`;
+rmSync(vendordir, { recursive: true, force: true });
+const VENDORED = {
+  requirejs: "requirejs/require.js",
+  "@jupyter-widgets/html-manager": "@jupyter-widgets/html-manager/dist/embed-amd.js",
+  anywidget: "anywidget/dist/index.js",
+};
+const notice = ["Third-party files copied unchanged from their npm packages, for pages that draw offline:", ""];
+for (const [name, file] of Object.entries(VENDORED)) {
+  const target = `${vendordir}/${file}`;
+  mkdirSync(dirname(target), { recursive: true });
+  copyFileSync(`node_modules/${file}`, target);
+  const meta = JSON.parse(readFileSync(`node_modules/${name}/package.json`, "utf8"));
+  const home = meta.homepage ?? meta.repository?.url ?? `https://www.npmjs.com/package/${meta.name}`;
+  notice.push(`${file}: ${meta.name} ${meta.version}, ${meta.license} licence (${home})`);
+}
+writeFileSync(`${vendordir}/NOTICE.txt`, `${notice.join("\n")}\n`);

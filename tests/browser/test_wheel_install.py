@@ -28,6 +28,8 @@ import pytest
 from browser_kit import wait_for_widget
 from page_kit import VIEW_ROOTS
 
+from attnscope.display.share import VENDORED
+
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,6 +51,13 @@ widget = AttentionWidget(trace, view="head", layer=1)
 assert sum(map(len, widget._bundle.values())) > 10_000, "the widget's bundle is empty"
 print(attnscope.__file__)
 print(save_html(widget, sys.argv[1]))
+"""
+
+VENDOR_SCRIPT = """
+import sys
+from attnscope.display.share import vendor_folders, vendored_scripts
+print(len(vendored_scripts() or {}))
+print(vendor_folders()[0].is_dir() and vendor_folders()[0].is_relative_to(sys.prefix))
 """
 
 
@@ -94,6 +103,10 @@ def test_wheel_carries_the_built_front_end_and_sdist_the_sources(dist: Path) -> 
             assert name in names
             assert archive.getinfo(name).file_size > 5000
     assert not any(n.startswith(("tests/", "js/")) for n in names)
+    # The widget manager `share` inlines, so a shared page draws live from an installed wheel.
+    for _, source in VENDORED:
+        assert f"attnscope/static/vendor/{source}" in names, source
+    assert "attnscope/static/vendor/NOTICE.txt" in names
     (sdist,) = dist.glob("*.tar.gz")
     with tarfile.open(sdist) as archive:
         members = {m.split("/", 1)[1] for m in archive.getnames() if "/" in m}
@@ -119,3 +132,6 @@ def test_fresh_venv_without_node_renders_a_page_in_chromium(
     page.goto(Path(written).as_uri())
     wait_for_widget(page, root=VIEW_ROOTS["head"])
     assert page.locator('[data-testid="layer-select"]').input_value() == "1"
+    # `share` finds the widget manager in the installed package (no node_modules there).
+    found = run([str(python), "-c", VENDOR_SCRIPT], env=env).strip().splitlines()
+    assert found == ["3", "True"], found

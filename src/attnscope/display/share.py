@@ -7,9 +7,9 @@ page with require.js, ``@jupyter-widgets/html-manager`` and anywidget inlined
 (data: URLs), so every widget draws from the saved state with no network.
 With ``execute`` it runs the notebook first in a fresh kernel, storing the
 widgets' state as it goes. A widget whose state is not saved, or a page made
-with ``live=False`` (or where the manager is not at hand: it comes from
-``node_modules`` of a clone, or ``attnscope/static/vendor`` of a build that
-ships it), draws the snapshot each attnscope output carries (its view when the
+with ``live=False`` (or where the manager is not at hand: every build ships
+it in ``attnscope/static/vendor``, copied by ``npm run build``; a clone also
+has ``node_modules``), draws the snapshot each attnscope output carries (its view when the
 notebook was saved, as a small self-contained page).
 """
 
@@ -139,8 +139,8 @@ def share_notebook(
     scripts = vendored_scripts() if live else None
     if live and scripts is None:
         notes.append(
-            "the widget manager is not at hand (node_modules of a clone, or a build that "
-            "ships attnscope/static/vendor): widgets show their saved snapshots."
+            "the widget manager is not at hand (attnscope/static/vendor is missing: rebuild "
+            "the front end with `npm run build`): widgets show their saved snapshots."
         )
     widgets = notebook.metadata.get("widgets", {})
     saved = bool(widgets.get("application/vnd.jupyter.widget-state+json", {}).get("state"))
