@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pandas as pd
 import torch
 
 import attnscope
 from attnscope import AttentionTrace, AttentionWidget, MultiHeadAttention
+from attnscope.display.scan_ranking import scan_ranking
 from attnscope.trace.label_text import FSI, PDI, balance_bidi, isolate
 from hostile_tokens import BIDI_CONTROLS, HOSTILE, bidi_leaks, without_bidi
 
@@ -55,3 +58,15 @@ def test_a_comparison_note_isolates_the_left_out_tokens() -> None:
     assert f"“{FSI}big{RLO}gib\u202c{PDI}” (#2)" in note
     assert not bidi_leaks(note)
     assert without_bidi(note).endswith("Pass alignment= to pair the tokens yourself.")
+
+
+def test_a_scan_columns_name_is_isolated_in_its_label() -> None:
+    column = f"col{RLO}umn"
+    trace = AttentionTrace(["a", "b"], np.full((1, 2, 2, 2), 0.5, np.float32))
+    frame = pd.DataFrame({"input": [0, 0, 1, 1], "layer": 0, "head": [0, 1, 0, 1], column: 0.5})
+    [entry] = scan_ranking(frame, trace).statistics
+    assert entry["label"].startswith(isolate(column) + ": mean over 2 inputs")
+    assert not bidi_leaks(entry["label"])
+    assert "\\u202e" in entry["formula"]  # the formula quotes it escaped (repr)
+    known = pd.DataFrame({"input": [0, 0, 1, 1], "layer": 0, "head": [0, 1, 0, 1], "prev": 0.5})
+    assert FSI not in scan_ranking(known, trace).statistics[0]["label"]  # attnscope's own words

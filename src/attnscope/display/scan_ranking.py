@@ -27,6 +27,7 @@ from attnscope.encode.arrays import NamedArray
 from attnscope.encode.dispatch import CACHE_BYTES, ChunkDispatcher, Serve
 from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionStream, AttentionTrace
+from attnscope.trace.label_text import isolate
 
 PREFIX = "scan:"
 """How the widget names a scan's statistics: ``scan:<column>``."""
@@ -229,11 +230,15 @@ def _label(column: str, inputs: int | None, noun: str, about: Any = None) -> tup
     source = known.source if known else "the scan= table"
     if column in KNOWN_COLUMNS:
         label, formula, source = KNOWN_COLUMNS[column]
+    ours = known is not None or column in KNOWN_COLUMNS
     said = about.get(column) if isinstance(about, dict) else None
     if isinstance(said, list | tuple) and len(said) == 3:  # e.g. induction_sweep's protocol
         label, formula, source = (str(v) for v in said)
+        ours = False
     if inputs is not None:
-        label = f"{label}: mean over {inputs} {noun} (± spread across them)"
+        # The table's own name is isolated: a bidi control in it cannot reorder our words.
+        named = label if ours else isolate(label)
+        label = f"{named}: mean over {inputs} {noun} (± spread across them)"
     return label, formula, source
 
 
