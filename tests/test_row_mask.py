@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import attnscope
-from attnscope.sources.hf import row_mask
+from attnscope.sources.hf import recorder, row_mask
 from capture_models import FAMILIES, SEQ2SEQ, TARGET, TEXT, tiny_model, tokenizer_for
 
 TEXT_FAMILIES = [f for f, (_, kind) in FAMILIES.items() if kind and f not in {"deberta-v2"}]
@@ -41,6 +41,7 @@ def test_row_masks_give_the_trace_whole_masks_give(
     whole = _capture(family, wordpiece)
     monkeypatch.setattr(row_mask, "DENSE_MASK_VALUES", 0)
     monkeypatch.setattr(row_mask, "SPAN_ROWS_VALUES", 40)  # several blocks of rows
+    monkeypatch.setattr(recorder, "FAST_BLOCK_VALUES", 64)  # sdpa a few rows, a few keys a call
     lazy = _capture(family, wordpiece)
     assert lazy.streams.keys() == whole.streams.keys()
     for name, stream in whole.streams.items():

@@ -434,14 +434,32 @@ class Recorder:
             out, _ = function(module, query, key, value, mask, is_causal=causal, **rest)
             return out
         # A mask made a block of query rows at a time: sdpa a block of rows at a time too.
-        q_len = query.shape[-2]
-        step = max(1, FAST_BLOCK_VALUES // max(query.shape[1] * key.shape[-2], 1))
+        q_len, k_len = query.shape[-2], key.shape[-2]
+        step = max(1, FAST_BLOCK_VALUES // max(query.shape[1] * k_len, 1))
+        # Keys no row of a block sees are left out of its call (a window's block sees
+        # window + rows keys, not all N), unless another argument spans the keys too.
+        narrow = not any(
+            isinstance(v, torch.Tensor) and v.ndim == 4 and v.shape[-1] == k_len
+            for v in rest.values()
+        )
         outs = []
         for start in range(0, q_len, step):
             part = slice(start, min(start + step, q_len))
             sliced = {k: _rows_of(v, part, q_len) for k, v in rest.items()}
+            rows = mask.rows(part)
+            seen = slice(0, k_len)
+            if narrow:
+                keys = rows.flatten(0, -2).any(dim=0).nonzero()
+                if keys.numel():
+                    seen = slice(int(keys[0]), int(keys[-1]) + 1)
             block, _ = function(
-                module, query[:, :, part], key, value, mask.rows(part), is_causal=False, **sliced
+                module,
+                query[:, :, part],
+                key[..., seen, :],
+                value[..., seen, :],
+                rows[..., seen],
+                is_causal=False,
+                **sliced,
             )
             outs.append(block)
         # sdpa returns (batch, q, heads, d); the query axis is the one the blocks cut
