@@ -252,4 +252,6 @@ def test_the_text_plain_line_names_the_model_not_its_family(minilm: tuple[Any, A
     model, tokenizer = minilm
     widget = AttentionWidget(attnscope.capture(model, "Hi there.", tokenizer=tokenizer))
     data, _ = widget._repr_mimebundle_()
-    assert data["text/plain"].startswith("attnscope AttentionWidget: head view, all-MiniLM-L6-v2,")
+    # The model's name isolated (FSI … PDI) in the sentence.
+    name = "\u2068all-MiniLM-L6-v2\u2069"
+    assert data["text/plain"].startswith(f"attnscope AttentionWidget: head view, {name},")

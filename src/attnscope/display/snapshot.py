@@ -19,6 +19,7 @@ from attnscope.display.page import page_html
 from attnscope.encode.embed import embed_chunks
 from attnscope.encode.plan import HEAD_ROW_PX, Shown, shown_keys
 from attnscope.errors import AttnscopeError
+from attnscope.trace.label_text import isolate
 
 if TYPE_CHECKING:
     from attnscope.display.shown import ShownWidget
@@ -103,8 +104,8 @@ def snapshot_text(widget: ShownWidget) -> str:
         or metadata.get("source")
         or "trace"
     )
-    return (
-        f"attnscope AttentionWidget: {widget.view} view, {model}, "
+    return (  # the model's name is its card's or its folder's: isolated in our sentence
+        f"attnscope AttentionWidget: {widget.view} view, {isolate(str(model))}, "
         f"{stream.num_layers} layers x {stream.num_heads} heads, {len(trace.source)} tokens, "
         f"layer {widget.layer} of stream {widget.stream!r}; re-run the cell to interact "
         "(or widget.save_html(path) for an offline page)."
