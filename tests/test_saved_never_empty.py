@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+import attnscope
 from attnscope import AttentionTrace, AttentionWidget, MultiHeadAttention, show_neuron_view
 from attnscope.display.snapshot import SAVED_STATE_BYTES, saved_chunks
 from attnscope.encode.chunks import encode_chunk, parse_key
@@ -66,3 +67,15 @@ def test_a_view_that_fits_saves_its_own_chunks() -> None:
     assert list(saved_chunks(widget, max_bytes=230)) == ["thumbs:self"]
     widget.rank_by = "sink"
     assert saved_chunks(widget, max_bytes=230)
+
+
+def test_a_comparison_falls_back_to_the_model_views_thumbnails() -> None:
+    torch.manual_seed(1)
+    mha = MultiHeadAttention(8, 2, causal=True)
+    x = torch.randn(1, 4, 8)
+    a = AttentionTrace.from_module(mha, x, ["the", "cat", "sat", "down"])
+    b = AttentionTrace.from_module(mha, x + 0.1, ["the", "cat", "sat", "down"])
+    widget = AttentionWidget(attnscope.compare(a, b))
+    assert list(saved_chunks(widget)) == ["diff/top:self:0", "a/top:self:0", "b/top:self:0"]
+    # No room for the head view's A − B chunk: the model view's thumbnails, A − B first.
+    assert list(saved_chunks(widget, max_bytes=270)) == ["diff/thumbs:self"]

@@ -182,8 +182,10 @@ def saved_chunks(widget: ShownWidget, *, max_bytes: int = SAVED_STATE_BYTES) -> 
         keys=None if comparison is not None else _shown_keys(widget),
         encode=widget.chunk_cache.encode,
     )
-    if packed or comparison is not None:
+    if packed or "model" not in widget.views:
         return packed
+    if comparison is not None:  # the model view's thumbnails of A − B, A and B first
+        return embed_chunks(widget.trace, state, max_bytes, ("model",), widget.compared_chunks)[0]
     for keys in _smaller_first_screens(widget):
         packed, _ = embed_chunks(
             widget.trace, state, max_bytes, keys=keys, encode=widget.chunk_cache.encode
@@ -196,12 +198,11 @@ def saved_chunks(widget: ShownWidget, *, max_bytes: int = SAVED_STATE_BYTES) -> 
 def _smaller_first_screens(widget: ShownWidget) -> list[list[str]]:
     """First screens to save, smallest last, when the current view's does not fit.
 
-    The model view's (its thumbnails and the head's overview tile) where the
-    widget offers that view, then the overview tile alone: 256 x 256 bytes
-    at most, whatever the input's length.
+    The model view's (its thumbnails and the head's overview tile), then the
+    overview tile alone: 256 x 256 bytes at most, whatever the input's length.
     """
     model = _shown_keys(widget, view="model")
-    return [model, [model[-1]]] if "model" in widget.views else []
+    return [model, [model[-1]]]
 
 
 def _shown_keys(widget: ShownWidget, view: ViewName | None = None) -> list[str]:
