@@ -141,7 +141,7 @@ export function whyPanel(parent: HTMLElement, before: HTMLElement | null, L: Lis
     body.replaceChildren(
       column(`query side: what wrote q at #${query}`, split.query, split.score, query, w),
       column(`key side: what wrote k at #${key}`, split.key, split.score, key, w),
-      column("pairs: query source · key source", split.pairs, split.score, -1, w),
+      column("pairs: query source · key source", split.pairs, split.score, -1, w, split.query.length * split.key.length),
     );
     note.textContent = `score ${fmt(split.score)} = Σ over pairs of scale × q_source · k_source, with LayerNorm/RMSNorm and q/k-norm frozen at their forward values and RoPE per source (attnscope.qk_sources); a side's bars sum the pairs it is in. Heads and MLPs open in the head view.`;
   };
@@ -161,12 +161,14 @@ export function whyPanel(parent: HTMLElement, before: HTMLElement | null, L: Lis
     return out;
   };
 
-  const column = (heading: string, parts: Part[], total: number, at: number, w: WhyInput): HTMLElement => {
+  /** A column of bars; `count` is how many parts there are in all (a chunk names only the largest pairs). */
+  const column = (heading: string, parts: Part[], total: number, at: number, w: WhyInput, count = parts.length): HTMLElement => {
     const col = h("div", "attnscope-why-col");
     const head = h("div", "attnscope-why-heading");
     head.textContent = heading;
     col.append(head);
-    const { top, other, others } = largest(parts, total);
+    const { top, other } = largest(parts, total);
+    const others = Math.max(0, count - top.length);
     const scale = Math.max(Math.abs(other), ...top.map((p) => Math.abs(p.value)), 1e-30);
     for (const p of top) col.append(bar(p, scale, at, w));
     if (others > 0 || Math.abs(other) > 1e-6 * scale) col.append(bar({ name: `other (${others})`, value: other, side: "pair", names: [] }, scale, -1, w, true));
