@@ -18,6 +18,7 @@ import numpy as np
 
 from attnscope.analysis.access import pick_stream
 from attnscope.analysis.frames import head_frame, pandas_for
+from attnscope.analysis.remote_stats import check_remote, remote_rows
 from attnscope.analysis.scan_shard import on_rank_zero, run_inputs, token_weights
 from attnscope.analysis.scan_store import ScanStore, input_digest, scan_settings
 from attnscope.analysis.statistics import STATISTICS, statistic_table
@@ -269,6 +270,7 @@ def scan(
     stream: str | None = None,
     out: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
+    remote: bool | str | None = None,
     **capture_options: Any,
 ) -> pd.DataFrame:
     """:func:`~attnscope.head_stats` of every input, stacked: one row per (input, layer, head).
@@ -306,6 +308,11 @@ def scan(
         Other settings or inputs there are refused (see ``overwrite``).
     overwrite
         With ``out=``, delete a previous scan's files there and start again.
+    remote
+        With an nnsight ``LanguageModel``: run each text where nnsight runs the
+        model (``True``: NDIF; ``"local"``: nnsight's local simulation of that
+        path) and compute the statistics there; only they come back (12 numbers
+        per head), never the weights or q/k. Text inputs and no capture options.
     **capture_options
         Passed to :func:`attnscope.capture` for every input (``max_tokens``,
         ``max_new_tokens``, ``text_pair``, ``target``, generation settings).
@@ -349,6 +356,9 @@ def scan(
     check_capture_options(capture_options)
     pandas = pandas_for("attnscope.scan")
     captures = any(kind != "trace" for kind in kinds)
+    served = model  # issue 37: a remote scan runs the nnsight wrapper itself
+    if remote is not None:
+        check_remote(kinds, capture_options, stream)
     session: ModelSession | None = None
     if captures:
         session = _prepare_model(model, tokenizer, kinds, chosen_layers)
@@ -356,6 +366,16 @@ def scan(
         model, tokenizer = session.model, session.tokenizer
 
     def one(index: int) -> tuple[pd.DataFrame, int]:
+        if remote is not None:
+            return remote_rows(
+                served,
+                inputs[index],
+                index,
+                remote=remote,
+                tokenizer=tokenizer,
+                layers=chosen_layers,
+                names=names,
+            )
         frame, length = _scan_one(
             model,
             inputs[index],

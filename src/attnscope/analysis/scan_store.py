@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -185,11 +186,11 @@ def scan_settings(
     >>> settings["statistics"], settings["capture_options"]
     (['prev'], {'max_tokens': 64})
     """
-    from attnscope import __version__
+    package = sys.modules["attnscope"]  # loaded with this module; imported, a layer upward
 
     return {
         "format": FORMAT,
-        "attnscope_version": __version__,
+        "attnscope_version": package.__version__,
         **model_facts(model, tokenizer),
         "statistics": list(statistics),
         "layers": None if layers is None else list(layers),

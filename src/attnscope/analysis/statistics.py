@@ -48,6 +48,8 @@ from attnscope.trace import AttentionStream, AttentionTrace
 if TYPE_CHECKING:
     from torch import Tensor
 
+    from attnscope.trace.tokens import Tokens
+
 SMOOTHING = 0.0001
 """Clark et al.'s smoothing: ``a' = (1 - SMOOTHING) * a + SMOOTHING / n`` keeps ``ln`` finite."""
 
@@ -188,7 +190,19 @@ class TokenSets:
         """
         queries = trace.tokens_for(stream.query_side)
         keys = trace.tokens_for(stream.key_side)
-        square = stream.query_side == stream.key_side
+        return cls.of_tokens(queries, keys, square=stream.query_side == stream.key_side)
+
+    @classmethod
+    def of_tokens(cls, queries: Tokens, keys: Tokens, *, square: bool = True) -> TokenSets:
+        """Sets for query and key tokens, with no trace (a remote scan has only tokens).
+
+        Examples
+        --------
+        >>> from attnscope.trace.tokens import Tokens
+        >>> words = Tokens(["[CLS]", "a", "."], kinds=["special", "token", "token"])
+        >>> TokenSets.of_tokens(words, words).cls_keys.tolist()
+        [True, False, False]
+        """
         return cls(
             counted_queries=~of_kind(queries, "padding"),
             ordinary_queries=of_kind(queries, "token"),
@@ -274,8 +288,9 @@ class LayerStatistics:
 
         self.stream, self.position, self.sets = stream, position, sets
         self.buffers = Buffers() if buffers is None else buffers
-        heads, q_len = stream.num_heads, stream.q_len
-        self.rows = {name: np.zeros((heads, q_len)) for name in ROW_VALUES}
+        self._row_shape = (stream.num_heads, stream.q_len)
+        # Made at the first block: a reducer sent to a remote model travels without them.
+        self._rows: dict[str, Float64Array] = {}
         # A row's mass on a key set is one matrix-vector product.
         key_sets = {"cls": sets.cls_keys, "sep": sets.sep_keys, "punct": sets.punct_keys}
         self._key_sets = {
@@ -287,8 +302,17 @@ class LayerStatistics:
         self._visible_before = np.concatenate([[0], np.cumsum(sets.visible_keys)])
         codes = sets.codes
         self._repeats = codes is not None and repeats_any(codes)
-        self.pattern_sums: dict[str, Float64Array] = {name: np.zeros(heads) for name in PATTERNS}
+        self.pattern_sums: dict[str, Float64Array] = {
+            name: np.zeros(stream.num_heads) for name in PATTERNS
+        }
         self._patterns: tuple[int, dict[PatternKind, Tensor]] | None = None
+
+    @property
+    def rows(self) -> dict[str, Float64Array]:
+        """The values kept per (head, query) of each of :data:`ROW_VALUES`."""
+        if not self._rows:
+            self._rows = {name: np.zeros(self._row_shape) for name in ROW_VALUES}
+        return self._rows
 
     def add(self, rows: slice, heads: list[int], weights: Tensor) -> None:
         """Reduce the weights of query ``rows`` of ``heads``, float32 ``(heads, rows, k_len)``."""
