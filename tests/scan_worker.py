@@ -103,7 +103,7 @@ def ranks_mode(results: Path) -> None:
 
     import attnscope
     import attnscope.analysis.scan as scan_module
-    from attnscope.errors import ScanRankError
+    from attnscope.errors import ScanFolderError, ScanRankError
 
     dist.init_process_group("gloo")
     rank = dist.get_rank()
@@ -129,6 +129,16 @@ def ranks_mode(results: Path) -> None:
     folder = results / "folder"
     save(attnscope.scan(model, TEXTS, tokenizer=tokenizer, out=folder), "written")
     save(attnscope.scan(model, TEXTS, tokenizer=tokenizer, out=folder), "resumed")
+
+    foreign = results / "photos"
+    if rank == 0:
+        foreign.mkdir(exist_ok=True)
+        (foreign / "cat.jpg").write_bytes(b"\xff\xd8")
+    dist.barrier()
+    try:
+        attnscope.scan(model, TEXTS, tokenizer=tokenizer, out=foreign)
+    except ScanFolderError as err:  # refused on rank 0, raised on every rank
+        (results / f"folder_error{rank}.txt").write_text(str(err))
 
     needle = attnscope.needle_in_a_haystack(model, tokenizer=tokenizer, **NEEDLE)
     needle.heads.to_parquet(results / f"needle{rank}.parquet")

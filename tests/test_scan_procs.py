@@ -118,6 +118,10 @@ def test_two_ranks_equal_one_process_and_share_the_inputs(
     assert errors[0] == errors[1]
     assert "inputs[5] failed on rank " in errors[0]
     assert "RuntimeError: the model ran out of patience" in errors[0]
+    # A folder refused on rank 0 is refused on every rank, with the same words.
+    refused = [(tmp_path / f"folder_error{rank}.txt").read_text() for rank in (0, 1)]
+    assert refused[0] == refused[1]
+    assert "is not a scan's folder: it holds ['cat.jpg']" in refused[0]
     # needle_in_a_haystack shares its runs too.
     model, tokenizer = llama
     needle = attnscope.needle_in_a_haystack(model, tokenizer=tokenizer, **NEEDLE).heads

@@ -68,7 +68,8 @@ def on_rank_zero(job: Callable[[], T]) -> T:
 
     What must happen once (checking and creating a scan's folder) happens on
     rank 0 while the others wait; an :class:`~attnscope.errors.AttnscopeError`
-    there is raised on every rank with the same type and message.
+    there is raised on every rank with the same type and message (any other
+    error as a :class:`~attnscope.errors.ScanRankError` on the other ranks).
 
     Examples
     --------
@@ -84,8 +85,12 @@ def on_rank_zero(job: Callable[[], T]) -> T:
     if rank == 0:
         try:
             box[0] = ("value", job())
-        except AttnscopeError as err:
-            dist.broadcast_object_list([("error", type(err), str(err))], src=0)
+        except Exception as err:  # the other ranks wait for word: never leave them hanging
+            kind, message = type(err), str(err)
+            if not isinstance(err, AttnscopeError):
+                kind = ScanRankError
+                message = f"rank 0 could not prepare the scan: {type(err).__name__}: {err}"
+            dist.broadcast_object_list([("error", kind, message)], src=0)
             raise
     dist.broadcast_object_list(box, src=0)
     if box[0][0] == "error":
