@@ -12,6 +12,7 @@ import type { ModelHost } from "./traits";
 interface WidgetModelLike {
   get(name: string): unknown;
   comm?: unknown;
+  comm_live?: unknown;
 }
 
 /** What a binding learns: whether no kernel stands behind the model, once `ready` settles. */
@@ -67,7 +68,8 @@ export function kernelLink(model: ModelHost): KernelLink {
     setTimeout(finish, 0);
   });
   return {
-    none: () => (found ? found.comm === undefined : null),
+    // Only an ipywidgets model (it has `comm_live`) is read: another host's model may keep its comm elsewhere.
+    none: () => (found && typeof found.comm_live === "boolean" ? found.comm === undefined : null),
     ready,
     settled: () => done,
   };

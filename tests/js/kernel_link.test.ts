@@ -14,7 +14,7 @@ afterEach(() => { document.body.replaceChildren(); });
 type Model = ReturnType<typeof mockModel>;
 
 /** An ipywidgets model (what anywidget's proxy hides) holding `meta`, with or without a comm. */
-const backbone = (meta: unknown, comm: boolean) => ({ get: (k: string) => (k === "_meta" ? meta : undefined), ...(comm ? { comm: {} } : {}) });
+const backbone = (meta: unknown, comm: boolean) => ({ get: (k: string) => (k === "_meta" ? meta : undefined), comm_live: comm, ...(comm ? { comm: {} } : {}) });
 
 function mountUnder(manager: (model: Model) => object | undefined, traits: Record<string, unknown> = {}) {
   const f = makeFixture({ layers: 2, heads: 3 });
@@ -86,6 +86,13 @@ describe("kernelLink", () => {
       expect(link.settled()).toBe(true);
       expect(link.none()).toBe(!comm);
     }
+    // A model that is not an ipywidgets one (no comm_live): it cannot tell.
+    const foreign = mockModel(f);
+    const { comm_live: _, ...bare } = backbone(foreign.get("_meta"), false);
+    Object.assign(foreign, { widget_manager: { kernel: {}, _models: { me: Promise.resolve(bare) } } });
+    const unsure = kernelLink(foreign);
+    await unsure.ready;
+    expect(unsure.none()).toBeNull();
     // A manager whose models are all someone else's: it cannot tell.
     const stranger = mockModel(f);
     Object.assign(stranger, { widget_manager: { kernel: {}, _models: { x: Promise.resolve(backbone({}, false)) } } });
