@@ -436,8 +436,8 @@ class Recorder:
         # A mask made a block of query rows at a time: sdpa a block of rows at a time too.
         q_len, k_len = query.shape[-2], key.shape[-2]
         step = max(1, FAST_BLOCK_VALUES // max(query.shape[1] * k_len, 1))
-        # Keys no row of a block sees are left out of its call (a window's block sees
-        # window + rows keys, not all N), unless another argument spans the keys too.
+        # Keys no row of a block sees are left out of its call and its mask (a window's
+        # block: window + rows keys, not all N), unless another argument spans the keys too.
         narrow = not any(
             isinstance(v, torch.Tensor) and v.ndim == 4 and v.shape[-1] == k_len
             for v in rest.values()
@@ -446,18 +446,13 @@ class Recorder:
         for start in range(0, q_len, step):
             part = slice(start, min(start + step, q_len))
             sliced = {k: _rows_of(v, part, q_len) for k, v in rest.items()}
-            rows = mask.rows(part)
-            seen = slice(0, k_len)
-            if narrow:
-                keys = rows.flatten(0, -2).any(dim=0).nonzero()
-                if keys.numel():
-                    seen = slice(int(keys[0]), int(keys[-1]) + 1)
+            seen = mask.visible(part) if narrow else slice(0, k_len)
             block, _ = function(
                 module,
                 query[:, :, part],
                 key[..., seen, :],
                 value[..., seen, :],
-                rows[..., seen],
+                mask.block(part, seen),
                 is_causal=False,
                 **sliced,
             )

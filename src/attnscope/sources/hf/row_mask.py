@@ -105,6 +105,7 @@ class RowMask:
     batch: int
     q_len: int
     k_len: int
+    _found: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     dtype = torch.bool
     ndim = 4
@@ -150,6 +151,45 @@ class RowMask:
                 runs.append((row, row + 1))
         return torch.cat([self._range(a, b) for a, b in runs], dim=-2)
 
+    def visible(self, rows: slice) -> slice:
+        """The keys any of query ``rows`` sees (all keys where that is not one span per row)."""
+        spans = self._whole_spans() if self.batch == 1 else None
+        if spans is None:
+            return slice(0, self.k_len)
+        part = spans[rows]
+        part = part[part[:, 1] > part[:, 0]]
+        if not len(part):
+            return slice(0, self.k_len)
+        return slice(int(part[:, 0].min()), int(part[:, 1].max()))
+
+    def block(self, rows: slice, keys: slice) -> torch.Tensor:
+        """The mask's ``(batch, 1, len(rows), len(keys))`` booleans: a block of rows and keys.
+
+        Evaluated over those keys only (transformers' mask function takes a key
+        offset), so a window's block costs rows x window, not rows x N.
+        """
+        start, stop, _ = rows.indices(self.q_len)
+        first, last, _ = keys.indices(self.k_len)
+        offset = int(self.arguments.get("kv_offset") or 0)
+        cut = {**self.arguments, "kv_length": last - first, "kv_offset": offset + first}
+        return RowMask(cut, self.build, self.batch, self.q_len, last - first)._range(start, stop)
+
+    def _whole_spans(self) -> np.ndarray[Any, Any] | None:
+        """Every query's visible-key span of batch item 0, found once (one pass over the mask)."""
+        if "spans" not in self._found:
+            step = max(1, SPAN_ROWS_VALUES // max(self.k_len, 1))
+            found: list[np.ndarray[Any, Any]] = []
+            for first in range(0, self.q_len, step):
+                span = spans_from_blocked(~self._range(first, min(first + step, self.q_len))[0, 0])
+                if span is None:  # a row whose keys are not one span: no spans at all
+                    self._found["spans"] = None
+                    break
+                found.append(span)
+            else:
+                self._found["spans"] = np.concatenate(found)
+        spans: np.ndarray[Any, Any] | None = self._found["spans"]
+        return spans
+
     def _range(self, start: int, stop: int) -> torch.Tensor:
         arguments = {**self.arguments, "allow_is_causal_skip": False}
         arguments.pop("allow_is_bidirectional_skip", None)
@@ -172,6 +212,16 @@ class RowMask:
         ``rows`` and ``cols`` keep some query and key positions only (sorted),
         as a stream keeps the non-padding ones.
         """
+        whole = self._whole_spans()
+        if whole is not None:  # trimmed from the spans found once
+            spans = whole if rows is None else whole[np.asarray(rows, dtype=np.int64)]
+            if cols is not None:
+                kept = np.asarray(cols)
+                spans = np.stack(
+                    [np.searchsorted(kept, spans[:, 0]), np.searchsorted(kept, spans[:, 1])], -1
+                )
+                spans[spans[:, 1] == spans[:, 0]] = 0
+            return spans.astype(np.int32)
         queries = torch.arange(self.q_len) if rows is None else torch.tensor(rows)
         step = max(1, SPAN_ROWS_VALUES // max(self.k_len, 1))
         found = []
