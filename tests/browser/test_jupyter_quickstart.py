@@ -43,7 +43,7 @@ def test_quickstart_in_jupyterlab_syncs_and_follows_theme_screenshot(
     _, output = first_widget(lab)
     head = wait_for_widget(output, root=HEAD_VIEW)
     layer_select = output.locator('[data-testid="layer-select"]')
-    expect(layer_select).to_have_value("3")  # the notebook set w.layer = 3
+    expect(layer_select).to_have_value("16")  # the notebook set w.layer = 16
     screenshots.take("jupyterlab-head-view", output)
 
     # Python -> browser: a new cell moves the layer; the view redraws with it.
@@ -54,11 +54,11 @@ def test_quickstart_in_jupyterlab_syncs_and_follows_theme_screenshot(
     expect(head).to_have_attribute("data-ready", "true")
 
     # Browser -> Python: toggling head 2 on shows up in w.heads.
-    assert lab.output_text(lab.run_code("print(w.heads)")).strip() == "[0, 5]"
+    assert lab.output_text(lab.run_code("print(w.heads)")).strip() == "[0]"
     swatch = output.locator('.attnscope-swatch[data-head="2"]')
     swatch.click()
     expect(swatch).to_have_attribute("aria-pressed", "true")
-    assert lab.output_text(lab.run_code("print(w.heads)")).strip() == "[0, 2, 5]"
+    assert lab.output_text(lab.run_code("print(w.heads)")).strip() == "[0, 2]"
 
     # JupyterLab's dark theme reaches the widget (theme "auto").
     # The server is shared by the session and another test may have left it dark.
@@ -76,4 +76,4 @@ def test_quickstart_renders_in_notebook7(nb7: JupyterPage, quickstart: str) -> N
     nb7.run_all()
     _, output = first_widget(nb7)
     wait_for_widget(output, root=HEAD_VIEW)
-    expect(output.locator('[data-testid="layer-select"]')).to_have_value("3")
+    expect(output.locator('[data-testid="layer-select"]')).to_have_value("16")
