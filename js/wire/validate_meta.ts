@@ -19,6 +19,8 @@ export const META_CAPS = {
   streams: 16,
   /** Size of one head's q and k vectors (`head_dim`). */
   headDim: 2 ** 14,
+  /** Keys per query of `top:` chunks (`top_k`; Python writes at most 64): the head view decodes a layer's to floats. */
+  topK: 1024,
   /** Rows or columns of a thumbnail (`thumb_rows`, `thumb_cols`; Python writes at most 64). */
   thumb: 256,
   /** Segment rows (`segments.edges`; Python offers at most 512). */
@@ -29,9 +31,9 @@ export const META_CAPS = {
   grids: 16,
   /** Height or width of an image in pixels, and rows or columns of one grid. */
   imageSide: 4096,
-  /** Notes (`notes`), and characters in one. */
+  /** Notes (`notes`), and characters in all of them (a comparison's note lists the tokens left out). */
   notes: 256,
-  noteChars: 16384,
+  noteChars: 2 ** 20,
   /** Statistics of `stats:` chunks (`statistics`). */
   statistics: 4096,
   /** Characters of the title. */
@@ -134,7 +136,7 @@ function stream(path: string, v: unknown, sides: Map<string, number>): Shape {
   if (!optional(s, "head_dim")) whole(`${path}.head_dim`, s.head_dim, 1, META_CAPS.headDim);
   whole(`${path}.thumb_rows`, s.thumb_rows, 1, Math.min(META_CAPS.thumb, q), q < META_CAPS.thumb ? "q_len" : "the cap");
   whole(`${path}.thumb_cols`, s.thumb_cols, 1, Math.min(META_CAPS.thumb, k), k < META_CAPS.thumb ? "k_len" : "the cap");
-  whole(`${path}.top_k`, s.top_k, 1, k, "k_len");
+  whole(`${path}.top_k`, s.top_k, 1, Math.min(k, META_CAPS.topK), k < META_CAPS.topK ? "k_len" : "the cap");
   if (!optional(s, "top_block")) whole(`${path}.top_block`, s.top_block, 1, META_CAPS.tokens);
   if (!optional(s, "pseudo_heads")) {
     const names = texts(`${path}.pseudo_heads`, s.pseudo_heads, 2);
@@ -239,8 +241,11 @@ function check(value: unknown): void {
   if (streams.length > META_CAPS.streams) throw new Invalid(`streams has ${streams.length} entries, past the cap ${META_CAPS.streams}`);
   const shapes = new Map(streams.map(([name, s]) => [name, stream(`streams.${name}`, s, sides)]));
   if (!optional(meta, "title")) text("title", meta.title, META_CAPS.titleChars);
-  if (!optional(meta, "neuron_unavailable")) text("neuron_unavailable", meta.neuron_unavailable, META_CAPS.noteChars);
-  if (!optional(meta, "notes")) for (const [i, n] of list("notes", meta.notes, META_CAPS.notes).entries()) text(`notes[${i}]`, n, META_CAPS.noteChars);
+  if (!optional(meta, "neuron_unavailable")) text("neuron_unavailable", meta.neuron_unavailable, META_CAPS.titleChars);
+  if (!optional(meta, "notes")) {
+    const all = texts("notes", meta.notes, META_CAPS.notes).reduce((n, t) => n + t.length, 0);
+    if (all > META_CAPS.noteChars) throw new Invalid(`notes hold ${all} characters, past the cap ${META_CAPS.noteChars}`);
+  }
   if (!optional(meta, "views")) texts("views", meta.views, 8);
   if (!optional(meta, "statistics")) {
     for (const [i, s] of list("statistics", meta.statistics, META_CAPS.statistics).entries()) text(`statistics[${i}].name`, object(`statistics[${i}]`, s).name, META_CAPS.titleChars);

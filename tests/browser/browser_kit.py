@@ -97,6 +97,23 @@ class PageWatch:
         return [p for p in found if not any(a in p for a in self.allowed)]
 
 
+def serve_files(page: Any, origin: str, files: dict[str, tuple[str, str]]) -> None:
+    """Answer requests under ``origin`` from ``files`` (name: body, content type); abort others.
+
+    A query string is ignored. The origin is never listened on: nothing else answers.
+    """
+
+    def handle(route: Any) -> None:
+        name = route.request.url.removeprefix(origin + "/").split("?")[0]
+        if name not in files:
+            route.abort()
+            return
+        body, kind = files[name]
+        route.fulfill(status=200, body=body, content_type=kind)
+
+    page.route(f"{origin}/**", handle)
+
+
 def new_watched_page(
     browser: Any, watch: PageWatch | None = None, **context_options: Any
 ) -> tuple[Any, Any, PageWatch]:

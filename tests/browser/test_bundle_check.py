@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser_kit import wait_for_widget
+from browser_kit import serve_files, wait_for_widget
 from ipywidgets.widgets.widget import _remove_buffers
 from page_kit import VIEW_ROOTS
 from playwright.sync_api import expect
@@ -104,19 +104,11 @@ def _open(page: Any, widgets: list[AttentionWidget], bundles: list[dict[str, str
         ),
     }
 
-    def handle(route: Any) -> None:
-        name = route.request.url.removeprefix(ORIGIN + "/")
-        if name not in files:
-            route.abort()
-            return
-        body, kind = files[name]
-        route.fulfill(status=200, body=body, content_type=kind)
-
     def answer(_source: Any, index: int, content: Any) -> list[Any]:
         replies = widgets[index].answer(content)
         return [[r, [base64.b64encode(b).decode() for b in bufs]] for r, bufs in replies]
 
-    page.route(f"{ORIGIN}/**", handle)
+    serve_files(page, ORIGIN, files)
     page.expose_binding("answer", answer)
     page.goto(f"{ORIGIN}/host.html")
     page.wait_for_function("() => document.body.dataset.rendered === 'true'")

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser_kit import wait_for_widget
+from browser_kit import serve_files, wait_for_widget
 from ipywidgets.widgets.widget import _remove_buffers
 from page_kit import VIEW_ROOTS
 from playwright.sync_api import expect
@@ -104,15 +104,7 @@ def notebook_files(notebook: str, states: list[dict[str, Any]]) -> dict[str, tup
 
 
 def serve(page: Any, files: dict[str, tuple[str, str]]) -> None:
-    def handle(route: Any) -> None:
-        name = route.request.url.removeprefix(ORIGIN + "/").split("?")[0]
-        if name not in files:
-            route.abort()
-            return
-        body, kind = files[name]
-        route.fulfill(status=200, body=body, content_type=kind)
-
-    page.route(f"{ORIGIN}/**", handle)
+    serve_files(page, ORIGIN, files)
 
 
 def test_one_iframe_per_output_uint8_buffers_and_json_state(page: Any) -> None:

@@ -10,7 +10,11 @@ export function loadPixels(v: ImageView): void {
   const key = v.pixelKey;
   data.request([key]).then((got) => {
     const c = got.get(key);
-    if (!c || c.error) { setStatus(v.dom.status, `Could not load ${chunkWords(key, meta)}: ${c?.error ?? "missing"}`, "error"); return; }
+    if (!c || c.error) {
+      v.pixelsError = `Could not load ${chunkWords(key, meta)}: ${c?.error ?? "missing"}`;
+      setStatus(v.dom.status, v.pixelsError, "error");
+      return;
+    }
     v.pixels = v.images.images.map((_, i) => c.arrays[`image${i}`] ?? null);
     v.redraw();
   }).catch(() => undefined);
@@ -29,7 +33,9 @@ export function loadLayer(v: ImageView): void {
     if (key !== v.chunkKey) return;
     const chunk = got.get(key) ?? { key, arrays: {}, error: "missing" };
     v.chunk = chunk;
-    setStatus(status, chunk.error ? `Could not load ${chunkWords(key, meta)}: ${chunk.error}` : null, chunk.error ? "error" : "info");
+    // A picture that could not be loaded stays said: the view cannot draw without it.
+    const error = chunk.error ? `Could not load ${chunkWords(key, meta)}: ${chunk.error}` : v.pixelsError;
+    setStatus(status, error, error ? "error" : "info");
     v.redraw();
   }).catch(() => undefined);
 }

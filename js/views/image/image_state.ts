@@ -47,6 +47,8 @@ export interface ImageView extends ImageScene {
   pixels: (NDArray | null)[];
   chunk: Chunk | null;
   chunkKey: string;
+  /** Why the pictures could not be loaded (kept on screen when a layer's weights arrive), or null. */
+  pixelsError: string | null;
   hit: Hit | null;
   choice: HeadChoice;
   /** Ask for a draw (coalesced by the view's scheduler). */
@@ -62,7 +64,8 @@ export function imageScene(ctx: ViewContext): ImageScene {
     gen: generationOf(ctx.meta, images.stream),
     layout: layoutPanels(images),
     pixelKey: pixelsKey(images.stream),
-    firstImageToken: Math.min(...images.images.flatMap((im) => im.grids.flatMap((gr) => gr.positions))),
+    // A loop, not Math.min(...): a grid may hold more positions than a call takes arguments.
+    firstImageToken: images.images.reduce((m, im) => im.grids.reduce((n, gr) => gr.positions.reduce((o, p) => Math.min(o, p), n), m), Infinity),
   };
 }
 
@@ -71,7 +74,7 @@ export function imageState(ctx: ViewContext, scene: ImageScene, dom: ImageDom): 
     ...scene, ctx, dom,
     theme: readTheme(ctx.root, ctx.store.get().resolved_theme === "dark"),
     pixels: scene.images.images.map(() => null),
-    chunk: null, chunkKey: "", hit: null,
+    chunk: null, chunkKey: "", pixelsError: null, hit: null,
     choice: "selected",
     redraw: () => undefined,
   };
