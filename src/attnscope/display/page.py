@@ -31,6 +31,7 @@ from attnscope.encode.selection import (
     default_selection,
     views_of,
 )
+from attnscope.encode.value_chunks import page_value_chunks
 from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from attnscope.trace import AttentionTrace
 
@@ -102,8 +103,15 @@ def page_html(
     )
     # The neuron view's why panel: the pairs split in the notebook (not the trace's chunks).
     why_chunks, why_notes = page_why(trace_or_widget, max_bytes) if "neuron" in shown else ({}, [])
-    meta = page_meta(trace, chunks, shown, notes=[*notes, *why_notes], compared=compared)
-    chunks = {**chunks, **why_chunks}
+    # Weighting by value norm (value_weighted): the layers' vnorm: chunks, when the trace has them.
+    value_chunks, value_notes = (
+        page_value_chunks(trace, shown, state["stream"], state["layer"], max_bytes)
+        if compared is None
+        else ({}, [])
+    )
+    notes = [*notes, *why_notes, *value_notes]
+    meta = page_meta(trace, chunks, shown, notes=notes, compared=compared)
+    chunks = {**chunks, **why_chunks, **value_chunks}
     shown_meta = getattr(trace_or_widget, "_meta", None)
     if compared is None and isinstance(shown_meta, dict):
         if "statistics" in shown_meta:
