@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from attnscope.errors import AttnscopeTypeError
 from attnscope.trace.key_spans import spans_from_blocked
 
 DENSE_MASK_VALUES = 1 << 24
@@ -125,7 +126,7 @@ class RowMask:
         *lead, last = parts
         whole = all(p is Ellipsis or p == slice(None) for p in lead)
         if not (whole and isinstance(last, slice) and last.start is None and last.step is None):
-            raise TypeError(
+            raise AttnscopeTypeError(
                 f"a mask made a block of rows at a time can only be cut to its first keys "
                 f"(mask[..., :k]), not indexed with {index!r}"
             )
