@@ -4,8 +4,10 @@
 // elements and wires the parts: compare_neuron_state.ts (what the parts share, and
 // the side-by-side numbers), compare_neuron_load.ts, compare_neuron_draw.ts and
 // compare_neuron_events.ts.
+import { streamOf } from "../../tokens";
 import type { Cleanup, ViewContext } from "../../wire/types";
-import { h, listeners, scheduler } from "../common";
+import { h, type Listeners, listeners, scheduler } from "../common";
+import { headPicker } from "../neuron/neuron_controls";
 import { drawCompareNeuron } from "./compare_neuron_draw";
 import { bindCompareNeuronEvents, followStore } from "./compare_neuron_events";
 import { loadCompareNeuron } from "./compare_neuron_load";
@@ -13,7 +15,7 @@ import { compareNeuronState, type CompareNeuronDom } from "./compare_neuron_stat
 
 export function renderCompareNeuron(ctx: ViewContext): Cleanup {
   const L = listeners();
-  const dom = mountCompareNeuronDom(ctx);
+  const dom = mountCompareNeuronDom(ctx, L);
   const v = compareNeuronState(ctx, dom);
   const sched = scheduler(() => drawCompareNeuron(v));
   v.redraw = () => sched.request();
@@ -29,17 +31,16 @@ export function renderCompareNeuron(ctx: ViewContext): Cleanup {
   };
 }
 
-/** The view's elements: toolbar (query and head inputs), status, info line, strips and the keys' table. */
-function mountCompareNeuronDom(ctx: ViewContext): CompareNeuronDom {
+/** The view's elements: toolbar (head picker, query input), status, info line, strips and the keys' table. */
+function mountCompareNeuronDom(ctx: ViewContext, L: Listeners): CompareNeuronDom {
   const view = h("div", "attnscope-view attnscope-neuronview attnscope-cmpneuron", { "data-testid": "compare-neuron-view", "data-ready": "false", "data-draws": "0" });
   const bar = h("div", "attnscope-toolbar");
   const queryIn = h("input", "attnscope-input", { type: "number", min: "0", step: "1", "aria-label": "Query token index", "data-testid": "neuron-query" });
-  const headIn = h("input", "attnscope-input", { type: "number", min: "0", step: "1", "aria-label": "Head", "data-testid": "neuron-head" });
+  // The same head picker as the neuron view's (one option per head), bound to the store.
+  const headIn = headPicker(L, ctx.store, () => streamOf(ctx.meta, ctx.store.get().stream).num_heads);
   const queryLab = h("label", "attnscope-hint");
   queryLab.append("query #", queryIn);
-  const headLab = h("label", "attnscope-hint");
-  headLab.append("head ", headIn);
-  bar.append(queryLab, headLab);
+  bar.append(headIn, queryLab);
   const status = h("div", "attnscope-status");
   const info = h("div", "attnscope-nv-info", { "data-testid": "neuron-info" });
   const detail = h("div", "attnscope-cmp-detail", { "data-testid": "compare-detail" });

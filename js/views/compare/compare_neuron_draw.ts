@@ -10,6 +10,7 @@ import { tokenClasses } from "../../tokens";
 import type { Chunk } from "../../wire/types";
 import { fmt, fmtWeight, h, markDrawn, setStatus, sizeCanvas } from "../common";
 import { cellW, paintStrip, STRIP_H } from "../neuron/neuron_paint";
+import { syncHeadPicker } from "../neuron/neuron_controls";
 import { signedColor } from "./compare_colors";
 import { keysNow, queryIdx, sideBySide, sides, st, stream, type CompareNeuronView, type SideBySide } from "./compare_neuron_state";
 
@@ -98,9 +99,8 @@ export function drawCompareNeuron(v: CompareNeuronView): void {
   }
   table.replaceChildren(head, ...Array.from({ length: r.a.K }, (_, j) => row(v, r, j, j === r.key)));
   if ((queryIn.getRootNode() as Document | ShadowRoot).activeElement !== queryIn) queryIn.value = String(q);
-  if ((headIn.getRootNode() as Document | ShadowRoot).activeElement !== headIn) headIn.value = String(s.head);
+  syncHeadPicker(headIn, sm.num_heads, s.head);
   queryIn.max = String(sm.q_len - 1);
-  headIn.max = String(sm.num_heads - 1);
   view.dataset.shownKey = String(r.key);
   info.hidden = detail.hidden = table.hidden = false;
   markDrawn(view, true);

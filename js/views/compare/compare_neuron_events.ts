@@ -1,14 +1,14 @@
 // The comparison neuron view's answers: a click on a key's row selects it, the
-// query and head inputs move the store, and the store's changes load and redraw.
+// query input moves the store, and the store's changes load and redraw.
 import { readTheme } from "../../colors";
 import type { Listeners } from "../common";
 import { loadCompareNeuron } from "./compare_neuron_load";
 import { st, stream, type CompareNeuronView } from "./compare_neuron_state";
 
-/** The key rows and the query and head inputs. */
+/** The key rows and the query input (the head picker binds itself: neuron_controls.ts). */
 export function bindCompareNeuronEvents(v: CompareNeuronView, L: Listeners): void {
   const { store } = v.ctx;
-  const { table, queryIn, headIn } = v.dom;
+  const { table, queryIn } = v.dom;
   L.on(table, "click", (e) => {
     const r = (e.target as HTMLElement).closest?.("[data-key]") as HTMLElement | null;
     if (r) store.set({ key: Number(r.dataset.key) });
@@ -16,10 +16,6 @@ export function bindCompareNeuronEvents(v: CompareNeuronView, L: Listeners): voi
   L.on(queryIn, "change", () => {
     const q = Math.round(Number(queryIn.value));
     if (Number.isFinite(q) && q >= 0 && q < stream(v).q_len) store.set({ query: q });
-  });
-  L.on(headIn, "change", () => {
-    const head = Math.round(Number(headIn.value));
-    if (Number.isFinite(head) && head >= 0 && head < stream(v).num_heads) store.set({ head });
   });
 }
 

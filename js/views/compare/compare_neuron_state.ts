@@ -34,7 +34,7 @@ export function sideBySide(qkA: Chunk, qkB: Chunk, query: number, selectedKey: n
 export interface CompareNeuronDom {
   view: HTMLElement;
   queryIn: HTMLInputElement;
-  headIn: HTMLInputElement;
+  headIn: HTMLSelectElement;
   status: HTMLElement;
   info: HTMLElement;
   detail: HTMLElement;
