@@ -19,7 +19,7 @@ import { queryRolloutRows } from "./head_rollout";
 import { exportCaption, headOffsets, logFade, scaleLegend } from "./head_scale";
 import { segmentRows } from "./head_segments";
 import { placeRows } from "./head_tokens";
-import { current, layout, lineHeads, loaded, logOn, shownHeads, st, stream, summed, type HeadView } from "./head_state";
+import { current, layout, lineHeads, loaded, logOn, shownHeads, st, stream, summed, valueWeightedNow, type HeadView } from "./head_state";
 
 /** The current lines into `v.lines` (capacity kept between draws). */
 function collect(v: HeadView, g: HeadLayout): void {
@@ -201,7 +201,7 @@ export function exportLines(v: HeadView): string[] {
   if (segmentRows(meta, st(v))) return v.dom.segPanel.caption();
   const g = layout(v), s = st(v), { first, last } = visibleRows(g), { display } = v;
   const shown = last - first + 1 < g.rows ? [`rows ${first + 1}–${last + 1} of ${g.rows} drawn (those on screen; scroll the view to export others)`] : [];
-  const options = [s.hide_special ? "special tokens hidden" : "", s.words ? "words" : ""].filter(Boolean);
+  const options = [valueWeightedNow(v) ? "weighted by value norm (α·‖f(x_j)‖, renormalised per row)" : "", s.hide_special ? "special tokens hidden" : "", s.words ? "words" : ""].filter(Boolean);
   return [
     exportCaption(meta.title ?? "", stream(v).layers[s.layer] ?? s.layer, shownHeads(v), stream(v).num_heads, s.query == null ? null : display.sideQ.labels[rowOf(display.wordsQ, s.query) ?? 0] ?? null),
     // The picture has the lines, not the screen's key bars: its caption speaks of lines only.

@@ -210,6 +210,14 @@ function valuesShown(v: HeadView): NormsState | false {
   return got;
 }
 
+/** The lines are drawn weighted by value norm now (the switch is on and the layer's norms are here). */
+export function valueWeightedNow(v: HeadView): boolean {
+  const s = st(v);
+  if (!s.value_weighted || !v.analysing || !stream(v).has_value_norms) return false;
+  const got = v.norms(s.stream, s.layer, stream(v));
+  return got !== null && typeof got === "object";
+}
+
 /** The rows the lines are drawn from (through the analysis switches where they apply); null while they load. */
 export function loaded(v: HeadView): TopRows | null {
   if (!v.ready) return null;
