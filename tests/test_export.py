@@ -14,8 +14,8 @@ import pytest
 from attnscope import AttentionTrace, AttentionWidget, save_html
 from attnscope._static import STATIC, MissingBundleError, code_texts, static_file
 from attnscope.display.page import DEFAULT_MAX_BYTES, page_html
+from attnscope.encode.byte_layout import little_endian_bytes
 from attnscope.encode.chunks import all_keys, encode_chunk, parse_key
-from attnscope.encode.messages import little_endian_bytes
 from attnscope.encode.pack import unpack_bytes
 from attnscope.encode.plan import derived_streams
 from attnscope.trace.recompute import recompute_attention

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from attnscope import AttentionTrace, AttentionWidget
+from attnscope.encode.byte_layout import ALIGN
 from attnscope.encode.chunks import encode_chunk, parse_key
-from attnscope.encode.messages import ALIGN, MESSAGE_BYTES
+from attnscope.encode.messages import MESSAGE_BYTES
 
 DTYPES = {"u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "f32": np.float32}
 

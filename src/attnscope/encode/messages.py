@@ -14,18 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
-
 from attnscope.encode.arrays import NamedArray, dtype_code
+from attnscope.encode.byte_layout import concatenated_bytes, little_endian_bytes
 from attnscope.encode.chunks import ChunkCache, encode_chunk, parse_key
 from attnscope.trace import AttentionTrace
 
 MESSAGE_BYTES = 4 * 1024 * 1024
 """Most bytes of buffers in one reply message; a larger chunk is split into parts."""
-
-ALIGN = 8
-"""Byte alignment of each array inside a chunk's concatenated bytes (parts, the page)."""
-
 
 def wire_arrays(arrays: Sequence[NamedArray], first_buffer: int) -> list[dict[str, Any]]:
     """Array descriptors ``{name, dtype, shape, buffer}`` for a reply message."""
@@ -33,26 +28,6 @@ def wire_arrays(arrays: Sequence[NamedArray], first_buffer: int) -> list[dict[st
         {"name": name, "dtype": dtype_code(a.dtype), "shape": list(a.shape), "buffer": i}
         for i, (name, a) in enumerate(arrays, start=first_buffer)
     ]
-
-
-def little_endian_bytes(array: np.ndarray[Any, Any]) -> bytes:
-    """Return the array's bytes, little-endian and in C order."""
-    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
-
-
-def concatenated_bytes(arrays: Sequence[NamedArray]) -> bytes:
-    """The arrays' little-endian bytes one after another, each at an 8-byte aligned offset.
-
-    Examples
-    --------
-    >>> len(concatenated_bytes([("a", np.zeros(3, np.uint8)), ("b", np.ones(1, np.float32))]))
-    12
-    """
-    raw = bytearray()
-    for _, array in arrays:
-        raw += b"\0" * (-len(raw) % ALIGN)
-        raw += little_endian_bytes(array)
-    return bytes(raw)
 
 
 def part_messages(
@@ -66,6 +41,7 @@ def part_messages(
 
     Examples
     --------
+    >>> import numpy as np
     >>> parts = list(part_messages("attn:self:0:0", [("weight", np.zeros(10, np.uint8))], 4))
     >>> [(c["chunks"][0]["part"], c["chunks"][0]["parts"], len(b[0])) for c, b in parts]
     [(0, 3, 4), (1, 3, 4), (2, 3, 2)]

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from attnscope.encode.arrays import NamedArray, dtype_code
-from attnscope.encode.messages import concatenated_bytes
+from attnscope.encode.byte_layout import concatenated_bytes
 
 HALF_ARRAYS = frozenset({"q", "k"})
 """Arrays a page sends as shuffled float16 by default (the neuron view's vectors)."""
