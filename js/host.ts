@@ -27,7 +27,9 @@ export interface PageHost extends ModelHost {
  * `send({type: "request", keys})` answers with a `chunks` message built from
  * `chunks`. Answers are asynchronous, as from a kernel.
  */
-export function createPageHost(state: Record<string, unknown>, chunks: Record<string, EmbeddedChunk>): PageHost {
+export function createPageHost(state: Record<string, unknown>, given: Record<string, EmbeddedChunk>): PageHost {
+  // The page's JSON is untrusted input (docs/protocol.md, "Caps"): anything but an object holds no chunks.
+  const chunks: Record<string, EmbeddedChunk> = typeof given === "object" && given !== null && !Array.isArray(given) ? given : {};
   const values = new Map<string, unknown>(Object.entries(state));
   const handlers = new Map<string, Set<Callback>>();
   const decoded = new Map<string, Chunk>();
@@ -46,7 +48,7 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
   async function decode(key: string): Promise<Chunk> {
     const hit = decoded.get(key);
     if (hit) return hit;
-    const e = chunks[key];
+    const e = Object.hasOwn(chunks, key) ? chunks[key] : undefined;
     if (!e) return derive(key) ?? { key, arrays: {}, error: "not included in this exported page (left out to bound its size)" };
     const c = await decodeEmbedded(key, e, checkedMeta());
     if (!c.error) decoded.set(key, c);
@@ -72,7 +74,7 @@ export function createPageHost(state: Record<string, unknown>, chunks: Record<st
     const sources = heads.map((h) => qkKey(stream, layer ?? 0, h));
     // Only a page written to derive (its qk: chunks carry the row maxima) computes them: on a
     // long input's page a left-out attn: stays left out (at 32768 tokens it is 2^30 weights).
-    const derives = (k: string): boolean => !!chunks[k]?.arrays?.some((a) => a.name === "rowmax");
+    const derives = (k: string): boolean => Array.isArray(chunks[k]?.arrays) && !!chunks[k]?.arrays?.some((a) => a?.name === "rowmax");
     if (!sources.every((k) => derives(k) && !chunks[k]?.error)) return null;
     if (kind === "attn" && sm.q_len * sm.k_len > DERIVE_ATTN_WEIGHTS) {
       // A whole head at a long length (2^30 weights at 32768 tokens) would not fit the tab; the

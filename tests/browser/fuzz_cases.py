@@ -443,6 +443,32 @@ def _text_cases(b: dict[str, State]) -> Iterator[Case]:
         yield Case(f"text {i}: view and stream traits", state, "either")
 
 
+def _trait_cases(b: dict[str, State]) -> Iterator[Case]:
+    """Selection traits out of range or of another type: kept inside the trace, or a message."""
+    traits: dict[str, dict[str, Any]] = {
+        "layer 1e9": {"layer": 10**9},
+        "layer -1": {"layer": -1},
+        "layer text": {"layer": "0"},
+        "heads 1e9": {"heads": [10**9]},
+        "heads a text": {"heads": "012"},
+        "heads 2^20 entries": {"heads": list(range(2**20))},
+        "head 1e9": {"head": 10**9},
+        "query 1e9": {"query": 10**9},
+        "query -5": {"query": -5},
+        "key text": {"key": "x"},
+        "queries 2^20": {"queries": list(range(2**20))},
+        "pseudo_heads a text": {"pseudo_heads": "mean"},
+        "step 1e9": {"step": 10**9},
+        "rank_by unknown": {"rank_by": "__proto__"},
+        "theme unknown": {"theme": "<b>"},
+    }
+    for name, change in traits.items():
+        for base in ("head", "model", "neuron"):
+            state = copy.deepcopy(b[base])
+            state.update(change)
+            yield Case(f"trait {name} ({base})", state, "either")
+
+
 def _bundle_cases(b: dict[str, State]) -> Iterator[Case]:
     good = b["head"]["_bundle"]
     foreign = dict.fromkeys(good, packed_code({"x": FOREIGN_CODE})["x"])
@@ -464,7 +490,7 @@ def all_cases() -> list[Case]:
     """Every crafted widget, after one untouched widget of each base."""
     b = base_states()
     cases = [Case(f"base: {name}", copy.deepcopy(s), "drawn") for name, s in b.items()]
-    for make in (_meta_cases, _chunk_cases, _text_cases, _bundle_cases):
+    for make in (_meta_cases, _chunk_cases, _text_cases, _trait_cases, _bundle_cases):
         cases.extend(make(b))
     return cases
 

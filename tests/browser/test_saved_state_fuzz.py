@@ -19,10 +19,13 @@ budget (1.5 GiB) takes twelve, the thirteenth is a message naming it.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psutil
 import pytest
 import torch
@@ -30,7 +33,7 @@ from browser_kit import serve_files
 from fuzz_cases import PWNED, Case, all_cases, deflate, states_json, widget_state, zeros
 from hostile_kit import FOREIGN
 
-from attnscope import AttentionTrace, AttentionWidget, MultiHeadAttention
+from attnscope import AttentionTrace, AttentionWidget, MultiHeadAttention, save_html
 from attnscope._static import static_file
 
 pytestmark = pytest.mark.browser
@@ -249,3 +252,82 @@ def test_the_page_budget_refuses_the_thirteenth_large_chunk(page: Any) -> None:
     assert misses(cases, found) == []
     assert len(refused) == 1, found
     assert max(peaks.values()) < BUDGET_RENDERER_BOUND
+
+
+NULL = object()
+"""What an edit returns for a JSON ``null`` (``None`` means: changed in place)."""
+
+
+def crafted_page(text: str, name: str, edit: Any) -> str:
+    """The page with its JSON script ``name`` passed through ``edit``; a text edit is the body."""
+    found = re.search(
+        rf'(<script type="application/json" id="{name}">)(.*?)(</script>)', text, re.S
+    )
+    assert found, name
+    if isinstance(edit, str):
+        body = edit
+    else:
+        value = json.loads(found.group(2))
+        changed = edit(value)
+        value = None if changed is NULL else value if changed is None else changed
+        body = json.dumps(value).replace("<", "\\u003c")
+    return text[: found.start(2)] + body + text[found.end(2) :]
+
+
+# What the page shows: the alert, a message, or a view that drew.
+PAGE_KIND = """() => {
+  const el = document.body;
+  if (el.querySelector('[data-testid="state-invalid"]')) return ["invalid", el.innerText];
+  const said = [...el.querySelectorAll('[data-kind="error"], [role="alert"]')]
+    .filter((e) => !e.closest("[hidden]") && e.textContent.trim());
+  if (said.length) return ["message", said.map((e) => e.textContent).join(" | ")];
+  const view = el.querySelector(".attnscope-view");
+  return view?.dataset.ready === "true" ? ["drawn", ""] : null;
+}"""
+
+
+def test_exported_pages_with_crafted_state(page: Any, tmp_path: Path) -> None:
+    """The exported page (save_html) reads the same untrusted state: the same checks hold."""
+    weights = np.full((2, 3, 4, 4), 0.25, np.float32)
+    saved = save_html(AttentionTrace(["[CLS]", "a", "b", "c"], weights), tmp_path / "page.html")
+    text = saved.read_text("utf-8")
+
+    def stream(**fields: Any) -> Any:
+        return lambda s: s["_meta"]["streams"]["self"].update(fields)
+
+    def rename(c: dict[str, Any]) -> None:
+        for a in c["top:self:0"]["arrays"]:
+            a["name"] += "s"
+
+    bomb = deflate(zeros(64 << 20))
+    cases: dict[str, tuple[str, Any, str, str]] = {
+        "num_heads 1e9": ("attnscope-state", stream(num_heads=10**9), "invalid", "past the cap"),
+        "q_len 1e9": ("attnscope-state", stream(q_len=10**9), "invalid", "past the cap"),
+        "layers 200000": (
+            "attnscope-state",
+            stream(layers=list(range(200_000))),
+            "invalid",
+            "layers has 200000 entries",
+        ),
+        "state not JSON": ("attnscope-state", "{", "message", "JSON"),
+        "chunks null": ("attnscope-chunks", lambda c: NULL, "message", ""),
+        "chunks a list": ("attnscope-chunks", lambda c: [1, 2], "message", ""),
+        "arrays renamed": ("attnscope-chunks", rename, "message", 'has no array "weight"'),
+        "bomb": (
+            "attnscope-chunks",
+            lambda c: c["top:self:0"].update(data=bomb),
+            "message",
+            "inflates past",
+        ),
+    }
+    slowest = 0.0
+    for i, (name, (script, edit, expect, says)) in enumerate(cases.items()):
+        path = tmp_path / f"{i}.html"
+        path.write_text(crafted_page(text, script, edit), "utf-8")
+        started = time.monotonic()
+        page.goto(path.as_uri())
+        got = page.wait_for_function(PAGE_KIND, timeout=SETTLE_MS).json_value()
+        slowest = max(slowest, time.monotonic() - started)
+        assert got[0] == expect, (name, got)
+        assert says in got[1], (name, got)
+    print(f"\npages: {len(cases)} crafted exported pages, slowest {slowest:.1f} s")

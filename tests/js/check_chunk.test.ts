@@ -79,6 +79,23 @@ describe("chunks are checked against their key and _meta", () => {
   });
 });
 
+describe("a live widget's chunks", () => {
+  it("are checked too: a kernel's chunk with other arrays is a message, not a throw", async () => {
+    const f = makeFixture({ layers: 2, heads: 3 });
+    const model = mockModel(f);
+    model.send = (content: { type: string; keys: string[] }) => {
+      const m = f.message(content.keys);
+      for (const c of m.content.chunks) for (const a of c.arrays ?? []) a.name = `${a.name}s`;
+      setTimeout(() => { for (const fn of model.handlers.get("msg:custom") ?? []) fn(m.content, m.buffers); }, 0);
+    };
+    const el = document.createElement("div");
+    document.body.append(el);
+    widget.render({ model, el });
+    await until(() => (el.textContent ?? "").includes("does not match"));
+    expect(el.textContent).toContain('it has no array "weight" (it has "weights", "rowmaxs")');
+  });
+});
+
 describe("the page's budget of decoded bytes", () => {
   it("charges before inflating, refuses past the limit, and refunds a failed decode", async () => {
     const ledger = createLedger(100);
