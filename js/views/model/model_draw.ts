@@ -14,7 +14,7 @@ import { cellNumbers, layerRanking, paintBadges, statValues } from "./model_stat
 import { loadSegments, segmentLayer, segmentMode, segmentSide, visibleLayers } from "./model_segments";
 import { segmentsOf } from "../head/head_segments";
 import { firstRow, perRow, streamNow, type Cell, type ModelView } from "./model_state";
-import { shownThumbBytes, valueLegend } from "./model_value";
+import { shownThumbBytes, valueLegend, valueWeighting } from "./model_value";
 
 /** The legend's words for the scale. */
 export function sayScale(m: ModelView): void {
@@ -130,7 +130,11 @@ export function drawPreview(m: ModelView, cell: Cell): void {
   const full = data.peek(attnKey(s.stream, cell.l, cell.h));
   const small = thumbnails(m);
   let tile = null, rowsFrom = 0;
-  if (full && !full.error) {
+  // Weighted by value norm, the preview is the cell's weighted thumbnail (the full-resolution
+  // chunk holds raw weights), and its caption says so.
+  const weighted = valueWeighting(m);
+  if (weighted) pcap.textContent += "\nweighted by value norm";
+  if (full && !full.error && !weighted) {
     rowsFrom = from;
     const rm = arr(full, "rowmax").data.subarray(from);
     let mx = 0;
