@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 import subprocess
 from collections.abc import Callable
 from functools import cache
@@ -29,6 +28,7 @@ from attnscope.encode.chunks import encode_chunk, parse_key
 from attnscope.encode.plan import derived_streams
 from attnscope.encode.selection import VIEWS
 from capture_models import SEQ2SEQ, TARGET, TEXT, tiny_model, tokenizer_for
+from node_bundle import node_bundle
 from test_export import embedded
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,14 +60,7 @@ PageHost = Callable[[str, list[str]], dict[str, Any]]
 def page_host(tmp_path_factory: pytest.TempPathFactory) -> PageHost:
     """Run the exported page's host (js/host.ts, bundled for node) on a page; answer ``keys``."""
     folder = tmp_path_factory.mktemp("page_host")
-    entry = folder / "entry.mjs"
-    entry.write_text(ENTRY % (ROOT / "js" / "host.ts").as_posix(), encoding="utf-8")
-    bundle = folder / "host.mjs"
-    esbuild = ROOT / "node_modules" / ".bin" / "esbuild"
-    args = [str(entry), "--bundle", "--platform=node", "--format=esm", f"--outfile={bundle}"]
-    subprocess.run([str(esbuild), *args], check=True, capture_output=True)
-    node = shutil.which("node")
-    assert node, "node is needed (make installs it with the front end's tools)"
+    node, bundle = node_bundle(ENTRY % (ROOT / "js" / "host.ts").as_posix(), folder)
 
     def answer(page: str, keys: list[str]) -> dict[str, Any]:
         state = embedded(page, "attnscope-state")
