@@ -32,7 +32,10 @@ def first_widget(host: JupyterPage) -> tuple[int, object]:
         )
     )
     assert index >= 0, "the quickstart has no cell that ends by displaying `w`"
-    return index, host.cell_output(index)
+    output = host.cell_output(index)
+    # Views draw once they are on screen; run-all left the notebook scrolled to its end.
+    output.locator(HEAD_VIEW).first.scroll_into_view_if_needed(timeout=60_000)
+    return index, output
 
 
 def test_quickstart_in_jupyterlab_syncs_and_follows_theme_screenshot(
