@@ -22,6 +22,7 @@ from attnscope.trace import AttentionTrace
 MESSAGE_BYTES = 4 * 1024 * 1024
 """Most bytes of buffers in one reply message; a larger chunk is split into parts."""
 
+
 def wire_arrays(arrays: Sequence[NamedArray], first_buffer: int) -> list[dict[str, Any]]:
     """Array descriptors ``{name, dtype, shape, buffer}`` for a reply message."""
     return [
