@@ -8,12 +8,13 @@ traces, ``_saved`` as a display writes it) are changed one place at a time
 chunks renamed, not objects, smaller or flattened, other dtypes and encodings, bad base64
 and deflate, bombs, hostile text in every text field, a missing or foreign ``_bundle``) and
 all of them are rendered on one page by the real loader (``static/loader.js``, the widget's
-``_esm``) under a widget manager with no kernel, as html-manager renders a notebook. Each
-widget must end, within 5 s of its render, in what its case expects (the state-invalid
-alert, a view's message, or a drawing), with no page error, nothing run from data and no
-element made from it; the renderer's memory stays bounded. A second page (marked ``slow``)
-holds thirteen widgets whose saved chunks decode to 122 MiB each, all kept open: the page's
-budget (1.5 GiB) takes twelve, the thirteenth is a message naming it.
+``_esm``) under a widget manager with no kernel, as html-manager renders a notebook, one at
+a time (garbage collected between them). Each widget must end, within 5 s of its render, in
+what its case expects (the state-invalid alert, a view's message, or a drawing), with no
+page error, nothing run from data and no element made from it, and the renderer under
+``RENDERER_BOUND``. A second page holds thirteen widgets whose saved chunks decode to
+122 MiB each, all kept open: the page's budget (1.5 GiB) takes twelve, the thirteenth is a
+message naming it. A third set of cases crafts exported pages (``save_html``) the same way.
 """
 
 from __future__ import annotations
@@ -223,7 +224,6 @@ def test_every_crafted_state_ends_in_a_drawing_or_a_message(page: Any) -> None:
     assert heavy == []
 
 
-@pytest.mark.slow  # ~45 s on 2 busy cores: inflates 1.5 GiB; the budget's logic is in vitest
 def test_the_page_budget_refuses_the_thirteenth_large_chunk(page: Any) -> None:
     """Thirteen neuron views whose saved q and k decode to 122 MiB each: twelve fit 1.5 GiB."""
     started = time.monotonic()
