@@ -9,7 +9,7 @@ import { decodeEmbedded, NEEDS_KERNEL, savedChunks, savedNote, type EmbeddedChun
 import { createStore } from "./state";
 import { readSelection, syncSelection } from "./trait_sync";
 import type { ModelHost } from "./traits";
-import { checkChunk } from "./wire/check_chunk";
+import { checkChunk, contained } from "./wire/check_chunk";
 import type { AppState, Cleanup, Meta } from "./wire/types";
 import { metaProblem } from "./wire/validate_meta";
 
@@ -74,7 +74,8 @@ export function mount(model: ModelHost, el: HTMLElement): Cleanup {
     // Saved state is untrusted input: nothing mounts on a _meta out of its caps (js/wire/validate_meta.ts).
     const problem = metaProblem(meta);
     if (problem) {
-      teardown = errorBox(el, `attnscope: this widget's saved state is not valid: ${problem}.`, "state-invalid");
+      // The field's path may hold the notebook's own names (a stream's): isolated when it has bidi controls.
+      teardown = errorBox(el, `attnscope: this widget's saved state is not valid: ${contained(problem)}.`, "state-invalid");
       return;
     }
     const store = createStore<AppState>({ ...readSelection(model, meta), resolved_theme: "light", theme_rev: 0 });

@@ -5,7 +5,7 @@ import { embeddedBytes, inflateBase64, splitConcatenated } from "./data";
 import { type DecodeLedger, pageLedger } from "./decode_budget";
 import { isolate } from "./label_text";
 import type { ModelHost } from "./traits";
-import { arraysProblem } from "./wire/check_chunk";
+import { arraysProblem, contained } from "./wire/check_chunk";
 import type { ArraySpec, Chunk, EmbeddedChunk, Meta } from "./wire/types";
 
 export type { EmbeddedChunk } from "./wire/types";
@@ -59,7 +59,7 @@ export async function decodeEmbedded(key: string, e: EmbeddedChunk, meta?: Meta,
     const specs = specsOf(e);
     const expected = embeddedBytes(specs);
     const problem = meta ? arraysProblem(meta, key, specs) : null;
-    if (problem) return { key, arrays: {}, error: `it does not match the widget's _meta: ${problem}` };
+    if (problem) return { key, arrays: {}, error: `it does not match the widget's _meta: ${contained(problem)}` };
     // float16 arrays decode to float32 beside the inflated bytes.
     const halves = specs.filter((s) => s.encoding === "f16-shuffled").reduce((n, s) => n + 4 * s.shape.reduce((a, b) => a * b, 1), 0);
     refund = ledger.charge(expected + halves);
@@ -73,7 +73,8 @@ export async function decodeEmbedded(key: string, e: EmbeddedChunk, meta?: Meta,
     return { key, arrays };
   } catch (err) {
     refund();
-    return { key, arrays: {}, error: `could not decode: ${(err as Error).message}` };
+    // Its message may quote the notebook's text (an array's name): isolated when it has bidi controls.
+    return { key, arrays: {}, error: `could not decode: ${contained((err as Error).message)}` };
   }
 }
 

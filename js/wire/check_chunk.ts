@@ -4,6 +4,7 @@
 // validate_meta.ts); a chunk that differs becomes an error naming why, which the views show as
 // a message, never an uncaught throw or a view drawn from the wrong numbers. Embedded chunks are
 // checked on their specs before anything is inflated (js/saved.ts), so their size follows `_meta`.
+import { isolate } from "../label_text";
 import { parseChunkKey, type ParsedKey } from "./keys";
 import type { Chunk, DType, Meta, StreamMeta } from "./types";
 
@@ -151,10 +152,18 @@ function valuesProblem(meta: Meta, key: string, c: Chunk): string | null {
   return null;
 }
 
+const BIDI_CONTROL = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+/**
+ * A message that may quote the notebook's own text (an array's name, a dtype): isolated
+ * (FSI … PDI) when it holds a bidi control, so it cannot reorder the words after it.
+ */
+export const contained = (message: string): string => (BIDI_CONTROL.test(message) ? isolate(message) : message);
+
 /** `chunk` when it is what its key and `meta` say, else the chunk as an error saying why. */
 export function checkChunk(meta: Meta, chunk: Chunk): Chunk {
   if (chunk.error) return chunk;
   const arrays = Object.entries(chunk.arrays).map(([name, a]) => ({ name, dtype: a.dtype, shape: a.shape }));
   const problem = arraysProblem(meta, chunk.key, arrays) ?? valuesProblem(meta, chunk.key, chunk);
-  return problem ? { key: chunk.key, arrays: {}, error: `it does not match the widget's _meta: ${problem}` } : chunk;
+  return problem ? { key: chunk.key, arrays: {}, error: `it does not match the widget's _meta: ${contained(problem)}` } : chunk;
 }

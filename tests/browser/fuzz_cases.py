@@ -383,11 +383,21 @@ def _chunk_cases(b: dict[str, State]) -> Iterator[Case]:
             lambda c: c.update(data=deflate(zeros(64 << 20))),
             "inflates past",
         ),
+        "arrays named with bidi controls": (
+            "head",
+            top,
+            respec(lambda a: a.update(name="\u202e" + a["name"])),
+            "has no array",
+        ),
+        "dtype with bidi controls": ("head", top, first("dtype", "u8\u202e"), "unknown dtype"),
         "error text": ("head", top, lambda c: {"error": "\u202ecrafted error"}, "crafted error"),
         "index past keys": ("index", "top:self:0", _index_past_keys, "past the stream's 80 keys"),
     }
     for name, (base, key, edit, says) in cases.items():
         yield Case(f"chunk: {name}", chunk(base, key, edit), "message", says)
+    bidi = copy.deepcopy(b["head"])
+    bidi["_meta"]["streams"]["\u202eevil"] = bidi["_meta"]["streams"]["self"] | {"num_heads": 10**9}
+    yield Case("stream named with bidi controls past a cap", bidi, "invalid", "past the cap 1024")
     saved_list = copy.deepcopy(b["head"])
     saved_list["_saved"] = [1, 2]
     yield Case("chunk: _saved a list", saved_list, "either")

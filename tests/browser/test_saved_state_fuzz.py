@@ -36,6 +36,7 @@ from hostile_kit import FOREIGN
 
 from attnscope import AttentionTrace, AttentionWidget, MultiHeadAttention, save_html
 from attnscope._static import static_file
+from hostile_tokens import bidi_leaks
 
 pytestmark = pytest.mark.browser
 
@@ -192,6 +193,8 @@ def misses(cases: list[Case], found: list[dict[str, Any]]) -> list[str]:
         }[case.expect]
         if case.says not in got["said"] or got["threw"] or got["made"] or got["ms"] > SETTLE_MS:
             ok = False
+        if any(bidi_leaks(text) for text in got["said"].split(" | ")):
+            ok = False  # a message quoting crafted text must keep its bidi controls inside
         if not ok:
             wrong.append(f"{case.name}: expected {case.expect} {case.says!r}, got {got}")
     return wrong
