@@ -10,6 +10,8 @@
 //   manifest and import the modules from their texts after checking them (js/loader/link.ts).
 // - widget.js: the whole front end in one module, for hosts that import a file.
 // - widget.css: every page and widget inlines it.
+// - the tile worker (js/derive_worker.ts) is no file: its text is built first and defined into
+//   the page's code as __ATTNSCOPE_TILE_WORKER__.
 // - vendor/: require.js, @jupyter-widgets/html-manager's embed-amd.js and anywidget, copied as
 //   published, so `python -m attnscope share` inlines them from an installed wheel too
 //   (src/attnscope/display/share.py); vendor/NOTICE.txt names each with its version and licence.
@@ -23,6 +25,10 @@ const codedir = `${outdir}/code`;
 rmSync(codedir, { recursive: true, force: true });
 mkdirSync(codedir, { recursive: true });
 const common = { bundle: true, minify: true, target: "es2020", logLevel: "warning" };
+// The page's tile worker (js/derive_worker.ts) as text: js/tile_worker.ts starts it from a blob:
+// URL, so it lives inside the checked page module and no worker file is fetched.
+const worker = await build({ ...common, entryPoints: ["js/derive_worker.ts"], format: "iife", write: false });
+const workerDefine = { __ATTNSCOPE_TILE_WORKER__: JSON.stringify(worker.outputFiles[0].text) };
 
 const UNITS = {
   head: "js/views/head/head_unit.ts",
@@ -33,6 +39,7 @@ const UNITS = {
 };
 const split = await build({
   ...common,
+  define: workerDefine,
   entryPoints: [
     { in: "js/widget.ts", out: "widget" },
     { in: "js/standalone.ts", out: "page" },
@@ -68,7 +75,7 @@ writeFileSync(`${codedir}/manifest.json`, `${JSON.stringify(manifest, null, 1)}\
 const define = { __ATTNSCOPE_CODE__: JSON.stringify(manifest) };
 await build({ ...common, define, entryPoints: ["js/loader/notebook.ts"], format: "esm", outfile: `${outdir}/loader.js` });
 await build({ ...common, define, entryPoints: ["js/loader/page.ts"], format: "iife", outfile: `${outdir}/page_loader.js` });
-await build({ ...common, entryPoints: ["js/widget_all.ts"], format: "esm", outfile: `${outdir}/widget.js` });
+await build({ ...common, define: workerDefine, entryPoints: ["js/widget_all.ts"], format: "esm", outfile: `${outdir}/widget.js` });
 rmSync(`${outdir}/standalone.js`, { force: true }); // the page was one script before code/
 // Whitespace and comments only (colours and selectors stay as written): every page and widget inlines it.
 await build({ entryPoints: ["js/style.css"], bundle: false, minifyWhitespace: true, logLevel: "warning", outfile: `${outdir}/widget.css` });

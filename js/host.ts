@@ -5,6 +5,7 @@ import { attnKey, parseChunkKey, qkKey } from "./wire/keys";
 import { attnFromQk, topFromQk } from "./derive";
 import { parseTileKey, tileFromAttn, tileFromQk } from "./derive_tiles";
 import { decodeEmbedded, type EmbeddedChunk } from "./saved";
+import { tileOffThread } from "./tile_worker";
 import type { ModelHost, WidgetTraits } from "./traits";
 import type { Chunk, Meta, StreamMeta } from "./wire/types";
 import { metaProblem } from "./wire/validate_meta";
@@ -106,10 +107,11 @@ export function createPageHost(state: Record<string, unknown>, given: Record<str
     const fromQk = kept((h) => qkKey(stream, place?.layer ?? 0, h));
     const sources = fromQk ?? kept((h) => attnKey(stream, place?.layer ?? 0, h));
     if (!sources) return null;
-    return Promise.all(sources.map(decode)).then((got) => {
+    return Promise.all(sources.map(decode)).then(async (got) => {
       const bad = got.find((c) => c.error);
       if (bad) return { key, arrays: {}, error: `data of head ${parseChunkKey(bad.key)?.head ?? ""}: ${bad.error ?? ""}` };
-      const c = fromQk ? tileFromQk(key, got, sm) : tileFromAttn(key, got, sm);
+      // From q and k in the tile worker (the main thread stays free); one-byte weights are quick.
+      const c = fromQk ? await tileOffThread(key, fromQk, got, sm, () => tileFromQk(key, got, sm)) : tileFromAttn(key, got, sm);
       decoded.set(key, c);
       return c;
     });

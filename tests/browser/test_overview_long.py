@@ -27,6 +27,13 @@ WARRANTY = 25000  # "warranty": MiniLM's "warrant ##y", tokens 25000 and 25001
 ROW = 18  # js/views/head/head_lines.ts: a head-view row's height in CSS pixels
 OVERVIEW = '[data-testid="overview"]'
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", "far", "away"]
+# Main-thread tasks over 50 ms, as the browser reports them (printed, not held to a time).
+LONG_TASKS = """
+window.__longTasks = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) window.__longTasks.push(e.duration);
+}).observe({ type: "longtask", buffered: true });
+"""
 SLOW_MS = 180_000  # tiles of 32768-token rows are computed in the page, on a loaded machine
 
 # Share of the canvas's pixels whose colour is not the one at its top right (causal: empty).
@@ -149,8 +156,16 @@ def drive_overview(scope: Any, page: Any, screenshots: Any, shot: Any, name: str
 def test_overview_in_the_saved_page(page: Any, page_32k: Path, screenshots: Any) -> None:
     page.set_default_timeout(SLOW_MS)
     page.set_viewport_size({"width": 1100, "height": 1400})
+    page.add_init_script(LONG_TASKS)
     exported = ExportedPage(page, page_32k.as_uri()).open()
     drive_overview(page, page, screenshots, exported.picture(), "overview-32768-page")
+    # Every tile came from the page's tile worker (js/tile_worker.ts), not the main thread.
+    worker_tiles = page.evaluate(
+        "() => performance.getEntriesByName('attnscope-tile-worker').length"
+    )
+    assert worker_tiles >= 6, worker_tiles  # the whole map, four zooms, the needle, the wheel
+    longest = page.evaluate("() => Math.max(0, ...window.__longTasks)")
+    print(f"tiles from the worker: {worker_tiles}; longest main-thread task: {longest:.0f} ms")
 
     # The dark theme repaints the tiles on the dark background; the map still shows the triangle
     _show(page, "model")
