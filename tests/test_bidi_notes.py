@@ -70,3 +70,18 @@ def test_a_scan_columns_name_is_isolated_in_its_label() -> None:
     assert "\\u202e" in entry["formula"]  # the formula quotes it escaped (repr)
     known = pd.DataFrame({"input": [0, 0, 1, 1], "layer": 0, "head": [0, 1, 0, 1], "prev": 0.5})
     assert FSI not in scan_ranking(known, trace).statistics[0]["label"]  # attnscope's own words
+
+
+def test_a_comparison_note_names_at_most_32_left_out_tokens() -> None:
+    torch.manual_seed(1)
+    mha = MultiHeadAttention(8, 2, causal=True)
+    x = torch.randn(1, 4, 8)
+    y = torch.cat([x[:, :2], torch.randn(1, 300, 8), x[:, 2:]], dim=1)
+    extra = ["w" * 500 for _ in range(300)]  # long tokens, none with a partner
+    a = AttentionTrace.from_module(mha, x, ["the", "cat", "sat", "down"])
+    b = AttentionTrace.from_module(mha, y, ["the", "cat", *extra, "sat", "down"])
+    meta = json.loads(json.dumps(AttentionWidget(attnscope.compare(a, b))._meta))
+    [note] = [n for n in meta["notes"] if "left out" in n]
+    assert note.count("“") == 32
+    assert "and 268 more" in note
+    assert len(note) < 3000  # 40 characters of each named token

@@ -30,6 +30,9 @@ from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionTrace
 from attnscope.trace.label_text import isolate
 
+NOTE_TOKENS = 32
+"""Most left-out tokens a comparison's note names per input (the rest are counted)."""
+
 
 class ComparisonChunks:
     """Everything the browser asks of a comparison: its ``_meta`` and its side chunks.
@@ -196,8 +199,11 @@ class ComparisonChunks:
         paired_a = {i for i, _ in c.alignment}
         paired_b = {j for _, j in c.alignment}
         alone = [
-            # Each token isolated: a bidi control in it cannot reorder the note after it.
-            f"{name}: " + ", ".join(f"“{isolate(tokens.labels[i])}” (#{i})" for i in missing)
+            # Each token isolated: a bidi control in it cannot reorder the note after it. At
+            # most NOTE_TOKENS named (and each cut), so the note stays within the front end's cap.
+            f"{name}: "
+            + ", ".join(f"“{isolate(tokens.labels[i][:40])}” (#{i})" for i in missing[:NOTE_TOKENS])
+            + (f" and {len(missing) - NOTE_TOKENS} more" if len(missing) > NOTE_TOKENS else "")
             for name, tokens, paired in (("A", c.a.source, paired_a), ("B", c.b.source, paired_b))
             if (missing := [i for i in range(len(tokens)) if i not in paired])
         ]
