@@ -760,19 +760,16 @@ print(w.compare_side, w.layer, w.heads, w.query)
 ## Every head at once
 
 In the model view, pick "cells: most changed first" to order the cells by the
-ranking; hover a cell for its divergence.
+ranking; hover a cell for its divergence. The comparison holds both runs, so the
+other views open from it with no new forward pass (`show_model_view(model, a,
+compare=b, tokenizer=tokenizer)` would run both again).
 """
     ),
     code(
         """
 from attnscope import show_model_view
 
-show_model_view(
-    model,
-    "The nurse said that she was tired.",
-    compare="The nurse said that he was tired.",
-    tokenizer=tokenizer,
-)
+show_model_view(comparison)
 """
     ),
     md(
@@ -787,15 +784,7 @@ inputs and how they changed; the selected key's q × k per dimension for A and B
         """
 from attnscope import show_neuron_view
 
-show_neuron_view(
-    model,
-    "The nurse said that she was tired.",
-    compare="The nurse said that he was tired.",
-    tokenizer=tokenizer,
-    layer=w.layer,
-    head=top.head,
-    query=she,
-)
+show_neuron_view(comparison, layer=w.layer, head=top.head, query=she)
 """
     ),
     md(
