@@ -92,6 +92,9 @@ def _text_bar() -> type[Any]:
     return _delayed(tqdm)
 
 
+EMPTIED = {"text/html": ""}
+"""What a closed notebook bar's output is left holding: an empty HTML output, drawn as nothing."""
+
 _emptied: list[tuple[Any, str | None]] = []
 """Display handles of closed notebook bars, with the request (cell run) that showed them."""
 
@@ -99,8 +102,8 @@ _emptied: list[tuple[Any, str | None]] = []
 def take_emptied_output() -> Any | None:
     """The display handle of a bar the running cell showed and closed, or None; taken once.
 
-    A closed bar's output stays in the cell with no data (Jupyter has no way
-    to remove one output): a widget shown next by the same cell run updates
+    A closed bar's output stays in the cell, empty (Jupyter has no way to
+    remove one output): a widget shown next by the same cell run updates
     that output instead of adding its own, so a capture followed by its
     widget leaves one output, the widget.
 
@@ -173,10 +176,11 @@ def _cell_bar() -> type[Any]:
                 return
             text_bar.close(self)
             if self.handle is not None:
-                # An output with no data at all: the notebook draws no text for it (an
-                # empty text/plain would keep a blank row), and a widget this cell shows
-                # next takes its place (take_emptied_output).
-                self.handle.update({}, raw=True)
+                # An empty HTML output: the notebook draws it 0 px high (an empty text/plain
+                # would keep a blank row; no data at all makes nbconvert warn that it "is
+                # not able to be represented"), and a widget this cell shows next takes its
+                # place (take_emptied_output).
+                self.handle.update(EMPTIED, raw=True)
                 _emptied.append((self.handle, _running_request()))
             close_widget_tree(self.container)
 

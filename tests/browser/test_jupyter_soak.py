@@ -179,8 +179,9 @@ def test_a_finished_progress_bar_leaves_no_output_of_its_own(
     lab.page.wait_for_function(_READY_VIEWS, arg=1, timeout=60_000)
     with_widget = lab.page.evaluate(_OUTPUTS, index)
     print(f"\nbar alone: {alone}; bar, then a widget: {with_widget}")
-    # Jupyter cannot remove an output: the bar's is left with no data, drawn 0 px high ...
-    assert alone == {"data": [[]], "drawn": [0]}
+    # Jupyter cannot remove an output: the bar's is left an empty HTML output (no data at all
+    # made nbconvert warn), drawn 0 px high ...
+    assert alone == {"data": [["text/html"]], "drawn": [0]}
     # ... and a widget the cell shows next takes its place: one output, the widget.
     assert len(with_widget["data"]) == 1
     assert WIDGET_VIEW in with_widget["data"][0]
