@@ -7,6 +7,7 @@ holds different pixels, and reads the trait back in the kernel.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -136,6 +137,7 @@ def test_model_view_ranks_and_badges_heads_screenshot(
     # Hovering a cell shows its numbers.
     canvas.hover(position={"x": 60, "y": 40})
     caption = model.locator(".attnscope-mv-caption")
-    expect(caption).to_contain_text("sink 0.")
-    expect(caption).to_contain_text("entropy ")
+    # Statistic names are bidi isolates (FSI … PDI, invisible): the name, then its value.
+    expect(caption).to_contain_text(re.compile("\u2068?sink\u2069? 0\\."))
+    expect(caption).to_contain_text(re.compile("\u2068?entropy\u2069? "))
     screenshots.take("analysis-model-ranked", output)
