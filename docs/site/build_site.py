@@ -90,14 +90,18 @@ def run_notebook(path: Path, workdir: Path) -> Any:
     import nbformat
     from nbclient import NotebookClient
 
+    from attnscope.display.share import local_kernel_config
+
     notebook: Any = nbformat.read(str(path), as_version=4)  # type: ignore[no-untyped-call]
-    NotebookClient(
-        notebook,
-        timeout=CELL_TIMEOUT_S,
-        kernel_name="python3",
-        store_widget_state=True,
-        resources={"metadata": {"path": str(workdir)}},
-    ).execute()
+    with tempfile.TemporaryDirectory(prefix="attnscope-kernel-") as sockets:
+        NotebookClient(
+            notebook,
+            timeout=CELL_TIMEOUT_S,
+            kernel_name="python3",
+            store_widget_state=True,
+            resources={"metadata": {"path": str(workdir)}},
+            config=local_kernel_config(Path(sockets) / "kernel"),  # no TCP warning per kernel
+        ).execute()
     errors = [
         f"{o.ename}: {o.evalue}"
         for cell in notebook.cells

@@ -46,6 +46,10 @@ def _share(folder: Path, *options: str, ran: bool = False) -> tuple[Path, str]:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    # No warning from the tools it runs: ipykernel's over TCP (the kernel runs on unix
+    # sockets) and nbconvert's for an output it cannot represent.
+    for warning in ("without encryption", "not able to be represented"):
+        assert warning not in done.stderr, done.stderr
     return page, done.stdout
 
 

@@ -16,6 +16,7 @@ notebook was saved, as a small self-contained page).
 from __future__ import annotations
 
 import base64
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,17 +165,37 @@ def share_notebook(
     return SharedPage(target, scripts is not None and saved, notes)
 
 
+def local_kernel_config(sockets: str | Path) -> Any:
+    """The nbclient config for a kernel on unix sockets named ``sockets``-1, -2, ... (not TCP).
+
+    ipykernel warns on every start over TCP ("Kernel is running over TCP without
+    encryption"); a local run needs no port, and the socket files are removed
+    when the kernel stops.
+
+    Examples
+    --------
+    >>> local_kernel_config("/tmp/k")["KernelManager"]["transport"]
+    'ipc'
+    """
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(sockets)}})
+
+
 def _execute(client: Any, notebook: Any, source: Path) -> None:
     """Run ``notebook`` in its folder, widget state stored; an error names the cell."""
+    sockets = tempfile.TemporaryDirectory(prefix="attnscope-kernel-")
     runner = client(
         notebook,
         timeout=CELL_TIMEOUT_S,
         kernel_name="python3",
         store_widget_state=True,
         resources={"metadata": {"path": str(source.parent.resolve())}},
+        config=local_kernel_config(Path(sockets.name) / "kernel"),
     )
     try:
-        runner.execute()
+        with sockets:
+            runner.execute()
     except Exception as err:  # nbclient's CellExecutionError, a dead kernel, a timeout
         first = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
         raise AttnscopeError(
