@@ -120,8 +120,21 @@ def test_in_a_kernel_the_bar_is_a_widget_and_nothing_of_it_stays(tmp_path: Path)
             "    bar.refresh()\n"
             "print(shown)"
         ),
+        nbformat.v4.new_code_cell(
+            "from ipywidgets.widgets.widget import _instances as open_widgets\n"
+            "_progress.DELAY = 60.0  # quick work: the bar never shows\n"
+            "before = len(open_widgets)\n"
+            "with _progress.progress(3, 'quick') as quick:\n"
+            "    _ = quick.update(1)\n"
+            "    quick.reset(5)\n"
+            "    _ = quick.update(5)\n"
+            "    during = len(open_widgets)\n"
+            "print('made by a bar never shown:', during - before, len(open_widgets) - before)"
+        ),
     ]
-    _, cell = execute(notebook, tmp_path)  # in place
+    *_, cell, quick = execute(notebook, tmp_path)  # in place
+    # A bar that never shows makes no widget (each one a comm the front end builds a model for).
+    assert "made by a bar never shown: 0 0" in quick.outputs[-1]["text"], quick.outputs
     # The bar was shown as a widget while it ran ...
     assert "application/vnd.jupyter.widget-view+json" in cell.outputs[-1]["text"]
     # ... and its output is empty afterwards: nothing but the printed line stays. (The page

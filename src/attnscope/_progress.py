@@ -153,6 +153,8 @@ def _in_notebook_kernel() -> bool:
 
 def _cell_bar() -> type[Any]:
     """The notebook widget bar of tqdm, displayed through a handle that its close empties."""
+    from weakref import proxy
+
     from IPython.display import display as show_output
     from tqdm.notebook import tqdm_notebook  # type: ignore[import-untyped]
     from tqdm.std import tqdm as text_bar
@@ -164,11 +166,23 @@ def _cell_bar() -> type[Any]:
             self.handle: Any = None
             super().__init__(display=False, **options)
 
+        @staticmethod
+        def status_printer(_: Any, total: Any = None, desc: Any = None, ncols: Any = None) -> Any:
+            # No widgets until the bar shows: quick work (most captures and displays) opens
+            # no comm, so the front end makes and drops no models for a bar never seen.
+            return _unshown_box()
+
         def display(self, *args: Any, check_delay: bool = True, **kwargs: Any) -> Any:
             # Shown from the first refresh past the delay, never from close or reset.
             if check_delay and self.drawn and not self.displayed and not self.disable:
+                scale = 1 if self.unit_scale is True else self.unit_scale or 1
+                total = self.total * scale if self.total else self.total
+                self.container = tqdm_notebook.status_printer(None, total, self.desc, self.ncols)
+                self.container.pbar = proxy(self)
                 self.handle = show_output(self.container, display_id=True)  # type: ignore[no-untyped-call]
                 self.displayed = True
+            if not self.displayed:
+                return None  # nothing on screen to update
             return super().display(*args, check_delay=False, **kwargs)
 
         def close(self) -> None:
@@ -182,9 +196,18 @@ def _cell_bar() -> type[Any]:
                 # place (take_emptied_output).
                 self.handle.update(EMPTIED, raw=True)
                 _emptied.append((self.handle, _running_request()))
-            close_widget_tree(self.container)
+            if self.displayed:
+                close_widget_tree(self.container)
 
     return CellBar
+
+
+def _unshown_box() -> Any:
+    """What tqdm's notebook bar sets before it shows (reset, colour): plain objects, no widgets."""
+    from types import SimpleNamespace as Part
+
+    bar = Part(value=0, max=0, bar_style="", style=Part(bar_color=None), layout=Part(width=None))
+    return Part(children=(Part(value=""), bar, Part(value="")))
 
 
 def close_widget_tree(widget: Any) -> None:
