@@ -118,6 +118,8 @@ def test_in_a_kernel_the_bar_is_a_widget_and_nothing_of_it_stays(tmp_path: Path)
             "with _progress.progress(3, 'work') as bar:  # drawn now, on any machine\n"
             "    _ = bar.update(3)\n"
             "    bar.refresh()\n"
+            "    left, line, right = bar.container.children  # made when it showed\n"
+            "    print('shown bar:', left.value, line.max, line.value)\n"
             "print(shown)"
         ),
         nbformat.v4.new_code_cell(
@@ -137,6 +139,7 @@ def test_in_a_kernel_the_bar_is_a_widget_and_nothing_of_it_stays(tmp_path: Path)
     assert "made by a bar never shown: 0 0" in quick.outputs[-1]["text"], quick.outputs
     # The bar was shown as a widget while it ran ...
     assert "application/vnd.jupyter.widget-view+json" in cell.outputs[-1]["text"]
+    assert "shown bar: work:\u2007100% 3.0 3.0" in cell.outputs[-2]["text"], cell.outputs
     # ... and its output is empty afterwards: nothing but the printed line stays. (The page
     # write's bar shows too when the machine is slow enough for tqdm to draw it: emptied too.)
     shown = [o.get("data") for o in cell.outputs if o.output_type == "display_data"]
