@@ -136,7 +136,9 @@ def test_thirty_widgets_shown_and_cleared_leave_the_tab_and_kernel_flat(
         f"{first_page_scripts}, then {len(later_scripts)} of at most {max(later_scripts)} "
         f"characters; kernel {warm} -> {report}"
     )
-    assert sum(n >= BUNDLE_SCRIPT for n in first_page_scripts) == 1, first_page_scripts
+    # The first widget compiles the front end's modules (its view's and the shared ones, each
+    # once: names are unique per page); every later widget only its own small module.
+    assert any(n >= BUNDLE_SCRIPT for n in first_page_scripts), first_page_scripts
     assert len(later_scripts) == WIDGETS, "each widget imports its small module"
     assert max(later_scripts) < BUNDLE_SCRIPT, "a later widget compiled the bundle again"
     assert warm["alive"] == 0, "the first closed widget or its trace is alive"
