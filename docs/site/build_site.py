@@ -20,6 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,8 +163,15 @@ def index_html(pages: list[Page]) -> str:
 """
 
 
-def build(out: Path, names: list[str] | None = None) -> list[Page]:
+def build(
+    out: Path,
+    names: list[str] | None = None,
+    run: Callable[[Path, Path], Any] = run_notebook,
+) -> list[Page]:
     """Run and convert ``names`` (default: every example) into ``out``; return the pages.
+
+    ``run(path, workdir)`` gives the executed notebook (:func:`run_notebook`; the tests pass
+    one that reuses the session's runs).
 
     Examples
     --------
@@ -179,7 +187,7 @@ def build(out: Path, names: list[str] | None = None) -> list[Page]:
     for name in names:
         start = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="attnscope-docs-") as workdir:
-            notebook = run_notebook(EXAMPLES / name, Path(workdir))
+            notebook = run(EXAMPLES / name, Path(workdir))
         seconds = time.perf_counter() - start
         body, _ = convert.from_notebook_node(notebook)
         page = Page(file=f"{Path(name).stem}.html", title=title_of(notebook, name), seconds=seconds)

@@ -11,18 +11,19 @@ current view with no kernel, no "Loading" left and no error notice.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from browser_kit import DEFAULT_VIEW, PageWatch, Screenshots, wait_for_widget
 from page_kit import canvas_stats
 from static_server import served_folder
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from executed_notebooks import build_site, run_from_session
 
 pytestmark = pytest.mark.browser
 
@@ -48,20 +49,13 @@ ATTNSCOPE_VIEWS = """() => {
 }"""
 
 
-def build_site() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("build_site", BUILD_SITE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up while it is made
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    build_site().build(out, [f"{Path(p).stem}.ipynb" for p in PAGES])
+    # The notebooks as this session ran them once (tests/executed_notebooks.py; test_notebooks
+    # reads the same runs), converted the way make docs converts them.
+    names = [f"{Path(p).stem}.ipynb" for p in PAGES]
+    build_site().build(out, names, run=run_from_session)
     return out
 
 

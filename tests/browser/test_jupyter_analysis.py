@@ -44,7 +44,7 @@ def wait_for_new_pixels(host: JupyterPage, canvas: Any, before: str) -> str:
     host.page.wait_for_function(
         "([c, before]) => c.toDataURL() !== before",
         arg=[canvas.element_handle(), before],
-        timeout=30_000,
+        timeout=90_000,  # the first ranking computes every head's statistics in the kernel
     )
     return pixels(canvas)
 

@@ -44,7 +44,8 @@ def test_quickstart_in_jupyterlab_syncs_and_follows_theme_screenshot(
     lab.open(quickstart)
     lab.run_all()
     _, output = first_widget(lab)
-    head = wait_for_widget(output, root=HEAD_VIEW)
+    # The notebook loads SmolLM2 (a GGUF file, dequantised: ~25 s, more on a loaded machine).
+    head = wait_for_widget(output, root=HEAD_VIEW, timeout_ms=180_000)
     layer_select = output.locator('[data-testid="layer-select"]')
     expect(layer_select).to_have_value("16")  # the notebook set w.layer = 16
     screenshots.take("jupyterlab-head-view", output)
@@ -78,5 +79,5 @@ def test_quickstart_renders_in_notebook7(nb7: JupyterPage, quickstart: str) -> N
     nb7.open(quickstart)
     nb7.run_all()
     _, output = first_widget(nb7)
-    wait_for_widget(output, root=HEAD_VIEW)
+    wait_for_widget(output, root=HEAD_VIEW, timeout_ms=180_000)  # SmolLM2 loads first
     expect(output.locator('[data-testid="layer-select"]')).to_have_value("16")
