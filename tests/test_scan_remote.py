@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import nnsight
 import numpy as np
 import pandas as pd
 import pytest
@@ -24,8 +25,6 @@ import attnscope
 from attnscope.analysis.remote_stats import remote_statistic_table
 from attnscope.errors import AttnscopeError, AttnscopeTypeError
 from scan_worker import TEXTS, tiny_llama
-
-nnsight = pytest.importorskip("nnsight")  # in the test extra; never skipped there
 
 SOURCE = str(Path(attnscope.__file__).resolve().parents[1])
 TOLERANCE = {"check_exact": False, "rtol": 1e-5, "atol": 1e-6}
