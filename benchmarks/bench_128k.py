@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -35,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_worker import Peak, head_view_keys, trace_bytes
+from bench_worker import Peak, gb, head_view_keys, run_json_child, trace_bytes
 from gpu_capture import build_model, text_of, word_tokenizer
 
 TINY = {
@@ -106,15 +105,8 @@ def child(what: str, tokens: int, window: int | None = None) -> dict[str, Any]:
 
 
 def run_child(what: str, tokens: int, window: int | None = None) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--child", what, "--tokens", str(tokens)]
-    command += [] if window is None else ["--window", str(window)]
-    done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
-    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return found
-
-
-def gb(n: float) -> str:
-    return f"{n / 1e9:.2f} GB"
+    args = ["--child", what, "--tokens", str(tokens)]
+    return run_json_child(__file__, args + ([] if window is None else ["--window", str(window)]))
 
 
 def main() -> None:

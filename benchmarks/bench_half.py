@@ -18,7 +18,6 @@ import argparse
 import json
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -28,7 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_inputs import encode, llama_shaped, minilm, text_of
-from bench_worker import Peak, trace_bytes
+from bench_worker import Peak, gb, run_json_child, trace_bytes
 
 
 def small_llama(dtype: str, tokens: int) -> Any:
@@ -83,15 +82,8 @@ def child(what: str, dtype: str, tokens: int, repeats: int) -> dict[str, Any]:
 
 
 def run_child(what: str, dtype: str, tokens: int, repeats: int) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--child", what, "--dtypes", dtype]
-    command += ["--tokens", str(tokens), "--repeats", str(repeats)]
-    done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
-    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return found
-
-
-def gb(n: float) -> str:
-    return f"{n / 1e9:.2f} GB"
+    args = ["--child", what, "--dtypes", dtype, "--tokens", str(tokens)]
+    return run_json_child(__file__, [*args, "--repeats", str(repeats)])
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ import argparse
 import gc
 import json
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -220,6 +221,20 @@ def float32_trace(trace: Any, positions: list[int]) -> tuple[Any, dict[str, Any]
     seconds = time.perf_counter() - start
     del weights
     return old, {"build_s": seconds, "bytes": trace_bytes(old), "peak_delta_bytes": peak.delta}
+
+
+def run_json_child(script: str, args: list[str]) -> dict[str, Any]:
+    """Run ``script`` with ``args`` in a fresh Python; its last printed line is a JSON result."""
+    done = subprocess.run(
+        [sys.executable, script, *args], check=True, stdout=subprocess.PIPE, text=True
+    )
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def gb(n: float) -> str:
+    """Bytes as gigabytes, two decimals."""
+    return f"{n / 1e9:.2f} GB"
 
 
 def main() -> None:

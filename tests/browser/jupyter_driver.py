@@ -154,3 +154,25 @@ class JupyterPage:
         self.page.wait_for_function(
             "(theme) => document.body.dataset.jpThemeName === theme", arg=theme, timeout=timeout_ms
         )
+
+
+def pixels(canvas: Any) -> str:
+    """The canvas's drawing as a data URL (to tell when it changes)."""
+    return str(canvas.evaluate("(c) => c.toDataURL()"))
+
+
+def wait_for_new_pixels(
+    host: JupyterPage, canvas: Any, before: str, timeout_ms: float = 30_000
+) -> str:
+    """Wait until the canvas shows something other than ``before``; return it."""
+    host.page.wait_for_function(
+        "([c, before]) => c.toDataURL() !== before",
+        arg=[canvas.element_handle(), before],
+        timeout=timeout_ms,
+    )
+    return pixels(canvas)
+
+
+def kernel(host: JupyterPage, expression: str) -> str:
+    """What ``print(expression)`` prints in the notebook's kernel."""
+    return host.output_text(host.run_code(f"print({expression})")).strip()

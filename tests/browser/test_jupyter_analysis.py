@@ -8,11 +8,10 @@ holds different pixels, and reads the trait back in the kernel.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 from browser_kit import Screenshots, wait_for_widget
-from jupyter_driver import JupyterPage, write_notebook
+from jupyter_driver import JupyterPage, kernel, pixels, wait_for_new_pixels, write_notebook
 from jupyter_server_process import JupyterServer
 from playwright.sync_api import expect
 
@@ -33,24 +32,6 @@ w"""
 def notebook(jupyter_server: JupyterServer) -> str:
     write_notebook(jupyter_server.notebook_path("analysis.ipynb"), [SETUP])
     return "analysis.ipynb"
-
-
-def pixels(canvas: Any) -> str:
-    return str(canvas.evaluate("(c) => c.toDataURL()"))
-
-
-def wait_for_new_pixels(host: JupyterPage, canvas: Any, before: str) -> str:
-    """Wait until the canvas shows something other than ``before``; return it."""
-    host.page.wait_for_function(
-        "([c, before]) => c.toDataURL() !== before",
-        arg=[canvas.element_handle(), before],
-        timeout=90_000,  # the first ranking computes every head's statistics in the kernel
-    )
-    return pixels(canvas)
-
-
-def kernel(host: JupyterPage, expression: str) -> str:
-    return host.output_text(host.run_code(f"print({expression})")).strip()
 
 
 def test_analysis_switches_change_the_drawing_and_reach_python_screenshot(
@@ -127,7 +108,8 @@ def test_model_view_ranks_and_badges_heads_screenshot(
     canvas = model.locator('[data-testid="model-canvas"]')
     shown = pixels(canvas)
     output.locator('[data-testid="rank-by"]').select_option("sink")
-    shown = wait_for_new_pixels(lab, canvas, shown)
+    # the first ranking computes every head's statistics in the kernel
+    shown = wait_for_new_pixels(lab, canvas, shown, timeout_ms=90_000)
     expect(model).to_have_attribute("data-ranked-by", "sink")
     assert kernel(lab, "w.rank_by") == "sink"
     lab.run_code('w.rank_by = "prev"')

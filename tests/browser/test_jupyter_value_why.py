@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 from browser_kit import Screenshots, wait_for_widget
-from jupyter_driver import JupyterPage, write_notebook
+from jupyter_driver import JupyterPage, kernel, pixels, wait_for_new_pixels, write_notebook
 from jupyter_server_process import JupyterServer
 from playwright.sync_api import expect
 
@@ -41,23 +40,6 @@ n = attnscope.show_neuron_view(model, TEXT, layer=3, head=5, query=7)"""
 def notebook(jupyter_server: JupyterServer) -> str:
     write_notebook(jupyter_server.notebook_path("value_why.ipynb"), [SETUP, WHY_CELL])
     return "value_why.ipynb"
-
-
-def pixels(canvas: Any) -> str:
-    return str(canvas.evaluate("(c) => c.toDataURL()"))
-
-
-def wait_for_new_pixels(host: JupyterPage, canvas: Any, before: str) -> str:
-    host.page.wait_for_function(
-        "([c, before]) => c.toDataURL() !== before",
-        arg=[canvas.element_handle(), before],
-        timeout=30_000,
-    )
-    return pixels(canvas)
-
-
-def kernel(host: JupyterPage, expression: str) -> str:
-    return host.output_text(host.run_code(f"print({expression})")).strip()
 
 
 def test_value_norm_switch_in_head_and_model_views_screenshot(
