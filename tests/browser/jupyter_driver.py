@@ -10,6 +10,7 @@ bounded ``wait_for_function``: no sleeps, no timing assumptions.
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 from typing import Any
 
@@ -176,3 +177,18 @@ def wait_for_new_pixels(
 def kernel(host: JupyterPage, expression: str) -> str:
     """What ``print(expression)`` prints in the notebook's kernel."""
     return host.output_text(host.run_code(f"print({expression})")).strip()
+
+
+def wait_for_kernel(
+    host: JupyterPage, expression: str, expected: str, timeout_s: float = 30
+) -> None:
+    """Ask the kernel until ``print(expression)`` prints ``expected`` (a trait synced later).
+
+    A change made in the browser reaches the kernel's traits over the comm a moment later;
+    each question is one round trip, so this waits for the sync, not for a fixed time.
+    """
+    deadline = time.monotonic() + timeout_s
+    seen = kernel(host, expression)
+    while seen != expected and time.monotonic() < deadline:
+        seen = kernel(host, expression)
+    assert seen == expected, f"{expression}: {seen!r}, expected {expected!r}"

@@ -16,12 +16,18 @@ from typing import Any
 
 import pytest
 from browser_kit import Screenshots, wait_for_next_draw, wait_for_widget
-from jupyter_driver import JupyterPage, write_notebook
+from jupyter_driver import (
+    JupyterPage,
+    kernel,
+    pixels,
+    wait_for_kernel,
+    wait_for_new_pixels,
+    write_notebook,
+)
 from jupyter_server_process import JupyterServer
 from page_kit import canvas_stats
 from playwright.sync_api import expect
 from test_image_view_page import CANVAS, VIEW, ink
-from test_jupyter_analysis import kernel, pixels, wait_for_new_pixels
 
 pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
 
@@ -113,7 +119,7 @@ def test_image_view_in_jupyterlab_click_step_and_head_labels_screenshot(
     expect(view).to_have_attribute("data-query", str(sky))
     expect(output.locator('[data-testid="image-info"]')).to_contain_text("query \u201csky\u201d")
     assert ink(output)["hash"] != drawn["hash"]
-    assert kernel(lab, "w.query") == str(sky)
+    wait_for_kernel(lab, "w.query", str(sky))
     lab.page.mouse.move(0, 0)
     shot(screenshots, "jupyterlab-image-view", output)
 
@@ -123,7 +129,7 @@ def test_image_view_in_jupyterlab_click_step_and_head_labels_screenshot(
         output.locator('[data-testid="step-next"]').click()
         expect(view).to_have_attribute("data-query", str(prompt + step - 1))
     expect(output.locator('[data-testid="step-caption"]')).to_contain_text("step 2/3")
-    assert kernel(lab, "w.step, w.query") == f"1 {prompt}"
+    wait_for_kernel(lab, "w.step, w.query", f"1 {prompt}")
 
     # Python -> browser: a query set in the kernel is drawn (data-query is set as it draws).
     hashed = ink(output)["hash"]
