@@ -14,6 +14,7 @@ from typing import Any
 import nbformat
 import pytest
 
+from attnscope.display.offline_note import NOTE_CLASS
 from bertviz_notebook import BERTVIZ_IMPORT, WIDGETS_PER_CELL, attnscope_cells
 from notebook_runner import execute
 
@@ -81,16 +82,36 @@ def all_widgets(cell: Any) -> int:
     return sum(widget_id(o) is not None for o in cell.outputs)
 
 
+def note_of(output: Any) -> str | None:
+    """The HTML of an offline note (the hidden output after each widget), or None."""
+    data = output.get("data", {})
+    if list(data) != ["text/html"] or NOTE_CLASS not in data["text/html"]:
+        return None
+    return str(data["text/html"])
+
+
 def rich_outputs(cell: Any, ours: set[str]) -> int:
     """Displayed outputs, other widgets (progress bars) left out: ours, or a stray repr.
 
-    An output emptied after it was shown (a finished progress bar) shows nothing.
+    An output emptied after it was shown (a finished progress bar) shows nothing; the
+    hidden note after each widget is counted by :func:`notes_follow_widgets`.
     """
     return sum(
         o.output_type in {"display_data", "execute_result"}
         and widget_id(o) in {None, *ours}
+        and note_of(o) is None
         and o.get("data") not in ({}, {"text/plain": ""})  # a closed bar's emptied output
         for o in cell.outputs
+    )
+
+
+def notes_follow_widgets(cell: Any, ours: set[str]) -> bool:
+    """Whether each of our widget outputs is followed at once by the note naming it."""
+    outputs = list(cell.outputs)
+    notes = [note_of(o) for o in outputs]
+    shown = [(i, widget_id(o)) for i, o in enumerate(outputs) if widget_id(o) in ours]
+    return len([n for n in notes if n is not None]) == len(shown) and all(
+        i + 1 < len(outputs) and f'"{model}"' in (notes[i + 1] or "") for i, model in shown
     )
 
 
@@ -102,6 +123,7 @@ def test_each_call_shows_one_widget_where_it_is_called(tmp_path: Path) -> None:
     # Nothing else was displayed: no text repr beside or instead of a widget.
     assert [rich_outputs(cell, ours) for cell in cells[1:]] == expected
     assert [all_widgets(cell) for cell in cells[1:]] == expected
+    assert all(notes_follow_widgets(cell, ours) for cell in cells[1:])
     loop = shown[4]
     assert len(set(loop)) == 2, "each call in the loop is its own widget"
     later_w, shown_again = shown[2][0], shown[9][0]
@@ -114,6 +136,7 @@ def test_a_bertviz_notebook_runs_unchanged_after_swapping_the_import(tmp_path: P
     assert BERTVIZ_IMPORT not in cells[0].source
     assert [len(widgets_in(cell, ours)) for cell in cells] == WIDGETS_PER_CELL
     assert [rich_outputs(cell, ours) for cell in cells] == WIDGETS_PER_CELL
+    assert all(notes_follow_widgets(cell, ours) for cell in cells)
     printed = "".join(o.get("text", "") for o in cells[1].outputs if o.output_type == "stream")
     assert printed.strip() == "layers: 6"  # the line after head_view ran
 

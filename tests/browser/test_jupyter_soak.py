@@ -184,7 +184,10 @@ def test_a_finished_progress_bar_leaves_no_output_of_its_own(
     # Jupyter cannot remove an output: the bar's is left an empty HTML output (no data at all
     # made nbconvert warn), drawn 0 px high ...
     assert alone == {"data": [["text/html"]], "drawn": [0]}
-    # ... and a widget the cell shows next takes its place: one output, the widget.
-    assert len(with_widget["data"]) == 1
+    # ... and a widget the cell shows next takes its place: the widget, then its note for a
+    # page that cannot load the widget manager (display/offline_note.py), hidden: 0 px.
+    assert len(with_widget["data"]) == 2
     assert WIDGET_VIEW in with_widget["data"][0]
+    assert with_widget["data"][1] == ["text/html"]
     assert with_widget["drawn"][0] > 0
+    assert with_widget["drawn"][1] == 0

@@ -17,6 +17,7 @@ import pytest
 from browser_kit import PageWatch, Screenshots, wait_for_widget
 from page_kit import VIEW_ROOTS, canvas_stats
 
+from attnscope.display.offline_note import NOTE_CLASS
 from attnscope.display.snapshot import SNAPSHOT_BYTES
 
 pytestmark = pytest.mark.browser
@@ -33,12 +34,14 @@ CELLS = [
 NBCONVERT_CDN = ("require.js", "require.min.js", "mathjax")
 
 
-def run_and_convert(folder: Path, *, store_widget_state: bool) -> tuple[Any, Path]:
+def run_and_convert(
+    folder: Path, *, store_widget_state: bool, cells: list[str] = CELLS
+) -> tuple[Any, Path]:
     from nbclient import NotebookClient
     from nbconvert import HTMLExporter
 
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
+    notebook.cells = [nbformat.v4.new_code_cell(c) for c in cells]
     NotebookClient(
         notebook,
         timeout=300,
@@ -103,6 +106,11 @@ def test_nbconvert_html_shows_each_view_offline(
     # the head view opens on the layer the widget showed when it was displayed
     head = frames.nth(0).element_handle().content_frame()
     assert head.locator('[data-testid="layer-select"]').input_value() == "3"
+    # The snapshots drew: the note after each output (for a page whose widget manager
+    # cannot load) stays hidden.
+    notes = page.locator(f".{NOTE_CLASS}")
+    assert notes.count() == 2
+    assert not any(notes.nth(i).is_visible() for i in range(2))
     if screenshots.enabled:
         screenshots.take("nbconvert-snapshot", page)
 

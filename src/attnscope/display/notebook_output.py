@@ -16,6 +16,7 @@ import traitlets as t
 from attnscope._progress import take_emptied_output
 from attnscope._static import code_texts, packed_code, static_text, view_units, widget_module
 from attnscope.display.lifetime import close_when_cell_reruns
+from attnscope.display.offline_note import offline_note_bundle
 from attnscope.display.selection_rules import SelectionRules
 from attnscope.display.snapshot import saved_chunks, snapshot_bundle
 from attnscope.display.where_called import kernel_shell, shown_this_cell
@@ -85,6 +86,9 @@ class NotebookOutput(SelectionRules):
                 emptied.update(data, metadata=metadata, raw=True)
             else:
                 display(data, metadata=metadata, raw=True)  # type: ignore[no-untyped-call]
+            # nbconvert's page draws the output above only through the widget manager it
+            # fetches online: this hidden note says why the page is blank when it cannot.
+            display(offline_note_bundle(self.model_id), raw=True)  # type: ignore[no-untyped-call]
             close_when_cell_reruns(self, kernel_shell())
 
     # -- what a notebook saves ---------------------------------------------------------
