@@ -69,8 +69,10 @@ def test_the_analysis_chunks_read_each_layer_once_a_block_at_a_time(
     sizes: list[int] = []
     compute = AttentionStream.attention_rows
 
-    def watched(self: AttentionStream, position: int, head: int, rows: Any) -> torch.Tensor:
-        out = compute(self, position, head, rows)
+    def watched(
+        self: AttentionStream, position: int, head: int, rows: Any, stop: Any = None
+    ) -> torch.Tensor:
+        out = compute(self, position, head, rows, stop)
         sizes.append(out.numel())
         return out
 
@@ -111,9 +113,11 @@ def test_a_long_page_s_mean_chunks_come_from_the_stats_pass_without_a_second_rea
     calls: list[int] = []
     compute = AttentionStream.attention_rows
 
-    def watched(self: AttentionStream, position: int, head: int, rows: Any) -> torch.Tensor:
+    def watched(
+        self: AttentionStream, position: int, head: int, rows: Any, stop: Any = None
+    ) -> torch.Tensor:
         calls.append(position)
-        return compute(self, position, head, rows)
+        return compute(self, position, head, rows, stop)
 
     monkeypatch.setattr(AttentionStream, "attention_rows", watched)
     for position, chunk in enumerate(expected):
@@ -125,3 +129,61 @@ def test_a_long_page_s_mean_chunks_come_from_the_stats_pass_without_a_second_rea
             elif name == "rowmax":
                 np.testing.assert_allclose(array, want, rtol=1e-6)
     assert calls == []  # no weight read again
+
+
+def test_a_causal_layer_is_read_only_up_to_each_block_s_last_visible_key(
+    minilm: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under a causal mask the statistics and head means read each block of rows only up
+    # to the last key those rows see (layer_rows(..., narrow=True)): about half the
+    # weights, with what reading every key gives.
+    from transformers import GPT2Config, GPT2Model
+
+    torch.manual_seed(0)
+    tokenizer = minilm[1]
+    config = GPT2Config(
+        n_layer=2, n_head=3, n_embd=24, n_positions=64, vocab_size=tokenizer.vocab_size
+    )
+    model = GPT2Model(config).eval()
+    trace = attnscope.capture(model, TEXT + " " + TEXT, tokenizer=tokenizer)  # repeats
+    stream = trace.stream
+    assert stream.key_spans is not None
+    assert stream.mask is None
+    monkeypatch.setattr(rows_module, "BLOCK_VALUES", 16 * stream.k_len)  # 8-row narrow blocks
+    read: list[int] = []
+    compute = AttentionStream.attention_rows
+
+    def watched(
+        self: AttentionStream, position: int, head: int, rows: Any, stop: Any = None
+    ) -> torch.Tensor:
+        out = compute(self, position, head, rows, stop)
+        read.append(out.numel())
+        return out
+
+    monkeypatch.setattr(AttentionStream, "attention_rows", watched)
+    narrow = statistic_table(trace)
+    means = [heads_mean(trace, layer) for layer in stream.layers]
+    everything = stream.num_layers * stream.num_heads * stream.q_len * stream.k_len
+    assert sum(read) < 0.7 * 2 * everything  # statistics and means, each about half a layer
+    monkeypatch.setattr(
+        attnscope.analysis.access, "layer_rows", _wide(attnscope.analysis.access.layer_rows)
+    )
+    from attnscope.analysis import aggregate, statistics
+
+    monkeypatch.setattr(statistics, "layer_rows", _wide(statistics.layer_rows))
+    monkeypatch.setattr(aggregate, "layer_rows", _wide(aggregate.layer_rows))
+    wide = statistic_table(trace)
+    assert not np.isnan(wide["induction"]).any()
+    for name, expected in wide.items():
+        np.testing.assert_allclose(narrow[name], expected, rtol=1e-5, atol=1e-7, err_msg=name)
+    for layer, mean in zip(stream.layers, means, strict=True):
+        np.testing.assert_allclose(mean, heads_mean(trace, layer), rtol=1e-6, atol=1e-8)
+
+
+def _wide(layer_rows: Any) -> Any:
+    """``layer_rows`` that reads every key whatever ``narrow`` asks."""
+
+    def every_key(*args: Any, narrow: bool = False, **kwargs: Any) -> Any:
+        return layer_rows(*args, **kwargs)
+
+    return every_key

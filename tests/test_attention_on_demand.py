@@ -107,8 +107,10 @@ def test_no_path_holds_more_than_a_block_of_one_head(monkeypatch: Any, tmp_path:
     largest: list[int] = []
     compute = AttentionStream.attention_rows
 
-    def watched(self: AttentionStream, position: int, head: int, rows: Any) -> torch.Tensor:
-        out = compute(self, position, head, rows)
+    def watched(
+        self: AttentionStream, position: int, head: int, rows: Any, stop: Any = None
+    ) -> torch.Tensor:
+        out = compute(self, position, head, rows, stop)
         largest.append(out.numel())
         return out
 

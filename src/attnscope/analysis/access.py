@@ -132,6 +132,8 @@ def layer_rows(
     position: int,
     heads: Sequence[int] | None = None,
     buffers: Buffers | None = None,
+    *,
+    narrow: bool = False,
 ) -> Iterator[tuple[slice, list[int], Tensor]]:
     """One layer's weights in blocks, ``(rows, heads, weights)``, covering every (head, query) once.
 
@@ -146,6 +148,13 @@ def layer_rows(
     gathered into ``buffers`` when given, and is then overwritten by the next
     block: reduce it before asking for the next.
 
+    With ``narrow``, a block's weights stop at the keys its rows can see
+    (:func:`attnscope.trace.rows.visible_stop`; at least one key):
+    ``(len(heads), len(rows), stop)``, the keys after ``stop`` having weight 0
+    in those rows. Under a causal or windowed mask that skips about half of
+    the work; the blocks are then half as tall, so the cut follows the
+    diagonal more closely.
+
     Examples
     --------
     >>> import numpy as np
@@ -159,13 +168,18 @@ def layer_rows(
 
     picked = list(range(stream.num_heads) if heads is None else heads)
     q_len, k_len = stream.q_len, stream.k_len
+    narrow = narrow and stream.key_spans is not None
     if len(picked) * q_len * k_len <= rows_module.BLOCK_VALUES:
         groups, blocks = [picked], [slice(0, q_len)]
     else:
         groups, blocks = [[h] for h in picked], list(rows_module.row_blocks(q_len, k_len))
+        if narrow:
+            step = max(1, rows_module.block_rows(k_len) // 2)
+            blocks = [slice(i, min(i + step, q_len)) for i in range(0, q_len, step)]
     for rows in blocks:
+        stop = max(1, rows_module.visible_stop(stream, position, rows)) if narrow else None
         for group in groups:
-            weights = [stream.attention_rows(position, head, rows) for head in group]
+            weights = [stream.attention_rows(position, head, rows, stop) for head in group]
             if len(group) == 1:
                 yield rows, group, weights[0][None]
                 continue

@@ -43,8 +43,11 @@ class HeadMean:
         self.num_heads = num_heads
 
     def add(self, rows: slice, weights: Tensor) -> None:
-        """Add ``(heads, len(rows), k_len)`` weights of query ``rows`` (each head's rows once)."""
-        self.total[rows] += weights.sum(dim=0)
+        """Add ``(heads, len(rows), width)`` weights of query ``rows`` (each head's rows once).
+
+        ``width`` is ``k_len``, or less when the later keys have weight 0 in these rows.
+        """
+        self.total[rows, : weights.shape[-1]] += weights.sum(dim=0)
 
     def result(self) -> Tensor:
         """The mean over the ``num_heads`` heads added."""
@@ -64,7 +67,7 @@ def layer_mean(
     [[0.5, 0.5]]
     """
     mean = HeadMean(stream.q_len, stream.k_len, stream.num_heads if heads is None else len(heads))
-    for rows, _, weights in layer_rows(stream, position, heads):
+    for rows, _, weights in layer_rows(stream, position, heads, narrow=True):
         mean.add(rows, weights)
     return mean.result()
 

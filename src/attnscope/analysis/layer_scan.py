@@ -49,7 +49,7 @@ def scan_layer(
     buffers = Buffers() if buffers is None else buffers
     statistics = LayerStatistics(stream, position, sets, buffers)
     mean = HeadMean(stream.q_len, stream.k_len, stream.num_heads)
-    for rows, heads, weights in layer_rows(stream, position, buffers=buffers):
+    for rows, heads, weights in layer_rows(stream, position, buffers=buffers, narrow=True):
         statistics.add(rows, heads, weights)
         mean.add(rows, weights)
     return LayerScan(statistics.result(), mean.result())

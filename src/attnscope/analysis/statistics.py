@@ -57,6 +57,12 @@ FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 """Smallest normal float32: weights are raised to it before ``ln`` so that ``0 ln 0`` is 0."""
 
 
+def _unread_entropy(k_len: int) -> float:
+    """``-a' ln a'`` of a weight of 0 after smoothing (``a' = SMOOTHING / k_len``), in float32."""
+    smoothed = np.float32(SMOOTHING / k_len)
+    return float(-smoothed * np.log(smoothed))
+
+
 @dataclass(frozen=True)
 class Statistic:
     """One head statistic: its name, what it measures, its formula and where it comes from.
@@ -305,7 +311,7 @@ class LayerStatistics:
         self.pattern_sums: dict[str, Float64Array] = {
             name: np.zeros(stream.num_heads) for name in PATTERNS
         }
-        self._patterns: tuple[int, dict[PatternKind, Tensor]] | None = None
+        self._patterns: tuple[tuple[int, int], dict[PatternKind, Tensor]] | None = None
 
     @property
     def rows(self) -> dict[str, Float64Array]:
@@ -315,22 +321,28 @@ class LayerStatistics:
         return self._rows
 
     def add(self, rows: slice, heads: list[int], weights: Tensor) -> None:
-        """Reduce the weights of query ``rows`` of ``heads``, float32 ``(heads, rows, k_len)``."""
+        """Reduce the weights of query ``rows`` of ``heads``, float32 ``(heads, rows, width)``.
+
+        ``width`` is ``k_len``, or less when the keys from ``width`` on have
+        weight 0 in these rows (:func:`~attnscope.analysis.access.layer_rows`
+        with ``narrow``): they are counted without being read.
+        """
         import torch
 
-        k_len = self.stream.k_len
+        k_len, width = self.stream.k_len, weights.shape[-1]
         row = self.rows
         row["mass"][heads, rows] = weights.sum(dim=-1).numpy()
         for name, key_set in self._key_sets.items():
-            row[name][heads, rows] = weights.matmul(key_set).numpy()
+            row[name][heads, rows] = weights.matmul(key_set[:width]).numpy()
         array = weights.numpy()
         queries = np.arange(self.stream.q_len)[rows]
         local = np.arange(len(queries))
         for name, offset in DIAGONALS.items():
             keys = queries + offset
             exists = (keys >= 0) & (keys < k_len)
-            where = np.ix_(np.asarray(heads), queries[exists])
-            row[name][where] = array[:, local[exists], keys[exists]]
+            read = exists & (keys < width)
+            row[name][np.ix_(np.asarray(heads), queries[exists & ~read])] = 0.0
+            row[name][np.ix_(np.asarray(heads), queries[read])] = array[:, local[read], keys[read]]
         row["confidence"][heads, rows] = weights.amax(dim=-1).numpy()
         row["sink"][heads, rows] = array[:, :, 0]
 
@@ -340,14 +352,17 @@ class LayerStatistics:
         logs = self.buffers.get("logs", tuple(weights.shape))
         torch.mul(weights, 1.0 - SMOOTHING, out=smoothed).add_(SMOOTHING / k_len)
         torch.log(smoothed, out=logs)
-        row["entropy"][heads, rows] = logs.mul_(smoothed).sum(dim=-1).neg_().numpy()
+        entropy = logs.mul_(smoothed).sum(dim=-1).neg_().numpy()
+        if width < k_len:  # each unread key of weight 0 adds -a' ln a' with a' = SMOOTHING / n
+            entropy = entropy + (k_len - width) * _unread_entropy(k_len)
+        row["entropy"][heads, rows] = entropy
         torch.clamp_min(weights, FLOAT32_TINY, out=logs).log_()  # 0 weight: 0 * ln(tiny) = 0
         row["raw_entropy"][heads, rows] = logs.mul_(weights).sum(dim=-1).neg_().numpy()
         row["visible"][heads, rows] = self._visible_keys(rows, heads, weights, smoothed)
 
         if self._repeats:
             flat = weights.reshape(len(heads), -1)
-            for name, pattern in self._pattern_rows(rows).items():
+            for name, pattern in self._pattern_rows(rows, width).items():
                 self.pattern_sums[name][heads] += flat.mv(pattern.reshape(-1)).numpy()
 
     def _visible_keys(
@@ -370,22 +385,25 @@ class LayerStatistics:
                 counted[i] = (~hidden & self.sets.visible_keys).sum(axis=-1)
             return counted
         seen = torch.sign(weights, out=scratch)  # weights >= 0: 1 where seen (faster than bools)
-        per_row = seen.sum(dim=-1) if self._every_key_visible else seen.matmul(self._visible)
+        visible = self._visible[: weights.shape[-1]]
+        per_row = seen.sum(dim=-1) if self._every_key_visible else seen.matmul(visible)
         seen_counts: Float64Array = per_row.numpy().astype(np.float64)
         return seen_counts
 
-    def _pattern_rows(self, rows: slice) -> dict[PatternKind, Tensor]:
-        """The repeat patterns of query ``rows`` as float32, made once for every head."""
+    def _pattern_rows(self, rows: slice, width: int) -> dict[PatternKind, Tensor]:
+        """The repeat patterns of query ``rows`` for keys ``0 .. width``, float32, once a block."""
         import torch
 
-        if self._patterns is None or self._patterns[0] != rows.start:
+        if self._patterns is None or self._patterns[0] != (rows.start, width):
             assert self.sets.codes is not None
             codes = self.sets.codes
             made = {
-                name: torch.from_numpy(pattern_rows(codes, rows, name).astype(np.float32))
+                name: torch.from_numpy(
+                    np.ascontiguousarray(pattern_rows(codes, rows, name)[:, :width], np.float32)
+                )
                 for name in PATTERNS
             }
-            self._patterns = (rows.start, made)
+            self._patterns = ((rows.start, width), made)
         return self._patterns[1]
 
     def result(self) -> dict[str, Float64Array]:
@@ -438,7 +456,7 @@ def statistic_table(trace: AttentionTrace, *, stream: str | None = None) -> dict
     buffers = Buffers()
     for position in range(chosen.num_layers):
         layer = LayerStatistics(chosen, position, sets, buffers)
-        for rows, heads, weights in layer_rows(chosen, position, buffers=buffers):
+        for rows, heads, weights in layer_rows(chosen, position, buffers=buffers, narrow=True):
             layer.add(rows, heads, weights)
         per_layer.append(layer.result())
     return stack_layers(per_layer)

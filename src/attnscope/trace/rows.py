@@ -443,17 +443,21 @@ def compute_heads(stream: _StreamParts, position: int, rows: Rows) -> torch.Tens
     return torch.nan_to_num_(weights, nan=0.0).cpu()
 
 
-def compute_rows(stream: _StreamParts, position: int, head: int, rows: Rows) -> torch.Tensor:
-    """Attention of query ``rows`` of one head, float32 ``(len(rows), k_len)``, on the CPU.
+def compute_rows(
+    stream: _StreamParts, position: int, head: int, rows: Rows, stop: int | None = None
+) -> torch.Tensor:
+    """Attention of query ``rows`` of one head, float32 ``(len(rows), stop)``, on the CPU.
 
     Stored weights are read when the stream has them; otherwise the rows are
-    recomputed from q and k. Use :meth:`AttentionStream.attention_rows`.
+    recomputed from q and k. ``stop`` (default ``k_len``) keeps keys
+    ``0 .. stop``: with :func:`visible_stop`, the keys after it have weight 0
+    in these rows and are not computed. Use :meth:`AttentionStream.attention_rows`.
     """
     import torch
 
     if stream.weights is not None:
-        return _tensor(stream.weights[position, head, rows]).float()
-    scores = logit_rows(stream, position, head, rows)
+        return _tensor(stream.weights[position, head, rows, :stop]).float()
+    scores = logit_rows(stream, position, head, rows, stop)
     sink = sink_logit(stream, position, head)
     if sink is not None:
         column = torch.full((scores.shape[0], 1), sink, device=scores.device)

@@ -389,12 +389,16 @@ class AttentionStream:
             ) from None
 
     # -- weights, on demand ----------------------------------------------------------------
-    def attention_rows(self, position: int, head: int, rows: Rows) -> torch.Tensor:
+    def attention_rows(
+        self, position: int, head: int, rows: Rows, stop: int | None = None
+    ) -> torch.Tensor:
         """Float32 weights of query ``rows`` (a slice or indices) of one head, as a tensor.
 
         The one way every reader of a stream gets weights: from the stored
         weights, or recomputed from q and k. Ask for at most
-        :func:`~attnscope.trace.rows.block_rows` rows at a time.
+        :func:`~attnscope.trace.rows.block_rows` rows at a time. ``stop``
+        keeps keys ``0 .. stop`` only (:func:`~attnscope.trace.rows.visible_stop`
+        says where the rows' weights end).
 
         Examples
         --------
@@ -405,7 +409,7 @@ class AttentionStream:
         """
         from attnscope.trace.rows import compute_rows
 
-        return compute_rows(self, position, head, rows)
+        return compute_rows(self, position, head, rows, stop)
 
     def head_attention(self, position: int, head: int) -> FloatArray:
         """One head's ``(q_len, k_len)`` weights (within :data:`MAX_ATTENTION_BYTES`).
