@@ -66,30 +66,23 @@ def test_the_analysis_chunks_read_each_layer_once_a_block_at_a_time(
     stream = trace.stream
     block = 4 * len(trace.tokens)
     monkeypatch.setattr(rows_module, "BLOCK_VALUES", block)
-    sizes: list[int] = []
-    compute = AttentionStream.attention_rows
-
-    def watched(
-        self: AttentionStream, position: int, head: int, rows: Any, stop: Any = None
-    ) -> torch.Tensor:
-        out = compute(self, position, head, rows, stop)
-        sizes.append(out.numel())
-        return out
+    reads = watch_reads(monkeypatch)
 
     def refused(self: AttentionStream, which: Any) -> Any:
         raise AssertionError(f"materialised {which}")
 
-    monkeypatch.setattr(AttentionStream, "attention_rows", watched)
     monkeypatch.setattr(AttentionStream, "_materialise", refused)
     encode_chunk(trace, parse_key("stats:self", trace))
     for position in (3, 2, 4, 1, 5, 0):  # the widget's order when it opens on layer 3
         encode_chunk(trace, parse_key(f"pseudo:self:{position}", trace))
     per_layer = stream.num_heads * len(list(row_blocks(stream.q_len, stream.k_len)))
+    sizes = [size for _, size in reads]
     assert len(sizes) == stream.num_layers * per_layer
     assert max(sizes) <= block
     # The functions behind them read blocks too (once per call: they keep nothing).
     statistic_table(trace)
     rollout(trace)
+    sizes = [size for _, size in reads]
     assert len(sizes) == 3 * stream.num_layers * per_layer
     assert max(sizes) <= block
 
@@ -110,16 +103,7 @@ def test_a_long_page_s_mean_chunks_come_from_the_stats_pass_without_a_second_rea
     trace = capture(minilm)
     monkeypatch.setattr(analysis_chunks, "MEANS_KEPT_BYTES", 0)
     encode_chunk(trace, parse_key("stats:self", trace))
-    calls: list[int] = []
-    compute = AttentionStream.attention_rows
-
-    def watched(
-        self: AttentionStream, position: int, head: int, rows: Any, stop: Any = None
-    ) -> torch.Tensor:
-        calls.append(position)
-        return compute(self, position, head, rows, stop)
-
-    monkeypatch.setattr(AttentionStream, "attention_rows", watched)
+    reads = watch_reads(monkeypatch)
     for position, chunk in enumerate(expected):
         found = encode_chunk(trace, parse_key(f"pseudo:self:{position}", trace))
         assert [name for name, _ in found] == [name for name, _ in chunk]
@@ -128,7 +112,7 @@ def test_a_long_page_s_mean_chunks_come_from_the_stats_pass_without_a_second_rea
                 assert np.abs(array.astype(int) - want.astype(int)).max() <= 1, name
             elif name == "rowmax":
                 np.testing.assert_allclose(array, want, rtol=1e-6)
-    assert calls == []  # no weight read again
+    assert reads == []  # no weight read again
 
 
 def test_a_causal_layer_is_read_only_up_to_each_block_s_last_visible_key(
@@ -150,21 +134,12 @@ def test_a_causal_layer_is_read_only_up_to_each_block_s_last_visible_key(
     assert stream.key_spans is not None
     assert stream.mask is None
     monkeypatch.setattr(rows_module, "BLOCK_VALUES", 16 * stream.k_len)  # 8-row narrow blocks
-    read: list[int] = []
-    compute = AttentionStream.attention_rows
-
-    def watched(
-        self: AttentionStream, position: int, head: int, rows: Any, stop: Any = None
-    ) -> torch.Tensor:
-        out = compute(self, position, head, rows, stop)
-        read.append(out.numel())
-        return out
-
-    monkeypatch.setattr(AttentionStream, "attention_rows", watched)
+    reads = watch_reads(monkeypatch)
     narrow = statistic_table(trace)
     means = [heads_mean(trace, layer) for layer in stream.layers]
     everything = stream.num_layers * stream.num_heads * stream.q_len * stream.k_len
-    assert sum(read) < 0.7 * 2 * everything  # statistics and means, each about half a layer
+    # statistics and means, each about half of every layer
+    assert sum(size for _, size in reads) < 0.7 * 2 * everything
     monkeypatch.setattr(
         attnscope.analysis.access, "layer_rows", _wide(attnscope.analysis.access.layer_rows)
     )
@@ -178,6 +153,22 @@ def test_a_causal_layer_is_read_only_up_to_each_block_s_last_visible_key(
         np.testing.assert_allclose(narrow[name], expected, rtol=1e-5, atol=1e-7, err_msg=name)
     for layer, mean in zip(stream.layers, means, strict=True):
         np.testing.assert_allclose(mean, heads_mean(trace, layer), rtol=1e-6, atol=1e-8)
+
+
+def watch_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """``(layer position, weights read)`` of every ``attention_rows`` call from now on."""
+    reads: list[tuple[int, int]] = []
+    compute = AttentionStream.attention_rows
+
+    def watched(
+        self: AttentionStream, position: int, head: int, rows: Any, stop: Any = None
+    ) -> torch.Tensor:
+        out = compute(self, position, head, rows, stop)
+        reads.append((position, out.numel()))
+        return out
+
+    monkeypatch.setattr(AttentionStream, "attention_rows", watched)
+    return reads
 
 
 def _wide(layer_rows: Any) -> Any:
