@@ -5,7 +5,7 @@ renders each attnscope output through the widget manager it fetches from a CDN;
 opened from disk offline nothing loads. The hidden note attnscope displays after
 each widget shows itself there, naming ``python -m attnscope share``; it stays
 hidden where the manager loads, on ``attnscope share``'s page, and in a live
-(or reopened, untrusted) JupyterLab, where it takes no height.
+(or reopened, untrusted) JupyterLab and in Notebook 7, where it takes no height.
 """
 
 from __future__ import annotations
@@ -161,3 +161,18 @@ def test_in_jupyterlab_the_note_is_invisible_and_takes_no_room(
     assert reopened["hidden"] == 1
     assert reopened["row"] <= 1, f"the hidden note's output takes {reopened['row']} px"
     print(f"\nthe hidden note's output row: live {live['row']} px, reopened {reopened['row']} px")
+
+
+@pytest.mark.jupyter
+def test_in_notebook7_the_note_is_invisible_and_takes_no_room(
+    nb7: JupyterPage, jupyter_server: JupyterServer
+) -> None:
+    write_notebook(jupyter_server.notebook_path("note_nb7.ipynb"), CELLS)
+    nb7.open("note_nb7.ipynb")
+    nb7.run_all()
+    output = nb7.cell_output(1)
+    wait_for_widget(output, root=HEAD)
+    assert not output.locator(NOTE).is_visible()
+    box = note_box(output)
+    assert box["hidden"] == 1
+    assert box["row"] <= 1, f"the hidden note's output takes {box['row']} px"
