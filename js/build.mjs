@@ -10,8 +10,8 @@
 //   manifest and import the modules from their texts after checking them (js/loader/link.ts).
 // - widget.js: the whole front end in one module, for hosts that import a file.
 // - widget.css: every page and widget inlines it.
-// - the tile worker (js/derive_worker.ts) is no file: its text is built first and defined into
-//   the page's code as __ATTNSCOPE_TILE_WORKER__.
+// - the derive worker (js/derive_worker.ts) is no file: its text is built first and defined into
+//   the page's code as __ATTNSCOPE_DERIVE_WORKER__.
 // - vendor/: require.js, @jupyter-widgets/html-manager's embed-amd.js and anywidget, copied as
 //   published, so `python -m attnscope share` inlines them from an installed wheel too
 //   (src/attnscope/display/share.py); vendor/NOTICE.txt names each with its version and licence.
@@ -25,10 +25,10 @@ const codedir = `${outdir}/code`;
 rmSync(codedir, { recursive: true, force: true });
 mkdirSync(codedir, { recursive: true });
 const common = { bundle: true, minify: true, target: "es2020", logLevel: "warning" };
-// The page's tile worker (js/derive_worker.ts) as text: js/tile_worker.ts starts it from a blob:
+// The page's derive worker (js/derive_worker.ts) as text: js/derive_off_thread.ts starts it from a blob:
 // URL, so it lives inside the checked page module and no worker file is fetched.
 const worker = await build({ ...common, entryPoints: ["js/derive_worker.ts"], format: "iife", write: false });
-const workerDefine = { __ATTNSCOPE_TILE_WORKER__: JSON.stringify(worker.outputFiles[0].text) };
+const workerDefine = { __ATTNSCOPE_DERIVE_WORKER__: JSON.stringify(worker.outputFiles[0].text) };
 
 const UNITS = {
   head: "js/views/head/head_unit.ts",

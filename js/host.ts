@@ -2,10 +2,10 @@
 // binding uses, over the saved state, answering chunk requests from the embedded,
 // compressed chunks.
 import { attnKey, parseChunkKey, qkKey } from "./wire/keys";
-import { attnFromQk, topFromQk } from "./derive";
-import { parseTileKey, tileFromAttn, tileFromQk } from "./derive_tiles";
+import { deriveOffThread } from "./derive_off_thread";
+import { deriveFromQk, topBlockRows } from "./derive_request";
+import { parseTileKey, tileFromAttn } from "./derive_tiles";
 import { decodeEmbedded, type EmbeddedChunk } from "./saved";
-import { tileOffThread } from "./tile_worker";
 import type { ModelHost, WidgetTraits } from "./traits";
 import type { Chunk, Meta, StreamMeta } from "./wire/types";
 import { metaProblem } from "./wire/validate_meta";
@@ -46,6 +46,8 @@ export function createPageHost(state: Record<string, unknown>, given: Record<str
     return metaChecked;
   };
 
+  const embeddedOf = (key: string): EmbeddedChunk => chunks[key] ?? {};
+
   async function decode(key: string): Promise<Chunk> {
     const hit = decoded.get(key);
     if (hit) return hit;
@@ -69,8 +71,7 @@ export function createPageHost(state: Record<string, unknown>, given: Record<str
     if (kind === "tile") return deriveTile(key, sm);
     if (kind !== "top" && kind !== "attn") return null;
     // top:<s>:<l>:<first row> is a block of the head view's rows (the page's _meta offers them).
-    const block = kind === "top" && firstRow !== null ? blockRows(firstRow, sm) : undefined;
-    if (block === null) return null;
+    if (kind === "top" && firstRow !== null && !topBlockRows(firstRow, sm)) return null;
     const heads = kind === "attn" ? [head ?? 0] : Array.from({ length: sm.num_heads }, (_, h) => h);
     const sources = heads.map((h) => qkKey(stream, layer ?? 0, h));
     // Only a page written to derive (its qk: chunks carry the row maxima) computes them: on a
@@ -82,17 +83,17 @@ export function createPageHost(state: Record<string, unknown>, given: Record<str
       // neuron view computes the rows it shows from q and k, the model view previews thumbnails.
       return Promise.resolve({ key, arrays: {}, error: `one head's ${sm.q_len} × ${sm.k_len} weights are too many to compute in the page (the neuron view computes each row from q and k)` });
     }
-    return Promise.all(sources.map(decode)).then((qks) => {
+    // Here, from the chunks this thread decodes: what the worker's answer is, byte for byte.
+    const onMain = (): Promise<Chunk> => Promise.all(sources.map(decode)).then((qks) => {
       const bad = qks.find((c) => c.error);
       if (bad) return { key, arrays: {}, error: `q and k of head ${parseChunkKey(bad.key)?.head ?? ""}: ${bad.error ?? ""}` };
       try {
-        const c = kind === "attn" ? attnFromQk(key, qks[0] as Chunk) : topFromQk(key, qks, sm.top_k, block);
-        decoded.set(key, c);
-        return c;
+        return deriveFromQk(key, qks, sm);
       } catch (err) {
         return { key, arrays: {}, error: `could not compute from q and k: ${(err as Error).message}` };
       }
     });
+    return deriveOffThread(key, sources, embeddedOf, sm, onMain).then(keep);
   }
 
   /** An overview tile from the q/k of its heads (protocol.md, "Overview tiles"), or null without them. */
@@ -107,21 +108,19 @@ export function createPageHost(state: Record<string, unknown>, given: Record<str
     const fromQk = kept((h) => qkKey(stream, place?.layer ?? 0, h));
     const sources = fromQk ?? kept((h) => attnKey(stream, place?.layer ?? 0, h));
     if (!sources) return null;
-    return Promise.all(sources.map(decode)).then(async (got) => {
+    const onMain = (): Promise<Chunk> => Promise.all(sources.map(decode)).then((got) => {
       const bad = got.find((c) => c.error);
       if (bad) return { key, arrays: {}, error: `data of head ${parseChunkKey(bad.key)?.head ?? ""}: ${bad.error ?? ""}` };
-      // From q and k in the tile worker (the main thread stays free); one-byte weights are quick.
-      const c = fromQk ? await tileOffThread(key, fromQk, got, sm, () => tileFromQk(key, got, sm)) : tileFromAttn(key, got, sm);
-      decoded.set(key, c);
-      return c;
+      return fromQk ? deriveFromQk(key, got, sm) : tileFromAttn(key, got, sm);
     });
+    // From q and k in the derive worker (the main thread stays free); one-byte weights are quick.
+    return (fromQk ? deriveOffThread(key, fromQk, embeddedOf, sm, onMain) : onMain()).then(keep);
   }
 
-  /** Rows `[first, first + block)` of a block key the page offers, or null for one it does not. */
-  function blockRows(first: number, sm: StreamMeta): [number, number] | null {
-    const size = sm.top_block ?? 0;
-    if (!(size > 0) || !Number.isInteger(first) || first < 0 || first >= sm.q_len || first % size) return null;
-    return [first, Math.min(first + size, sm.q_len)];
+  /** A derived chunk, kept for the next request when it is not an error. */
+  function keep(c: Chunk): Chunk {
+    if (!c.error) decoded.set(c.key, c);
+    return c;
   }
 
   return {

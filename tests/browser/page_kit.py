@@ -79,6 +79,18 @@ def canvas_stats(canvas: Any, rect: tuple[int, int, int, int] | None = None) -> 
     return CanvasStats(**found)
 
 
+# Where the page computed each chunk it derives from q and k: the marks js/derive_off_thread.ts
+# leaves ("attnscope-derive-worker" or "-main", the chunk key as detail).
+_DERIVED = """() => performance.getEntriesByType("mark")
+    .filter((m) => m.name.startsWith("attnscope-derive-"))
+    .map((m) => [m.name.slice("attnscope-derive-".length), String(m.detail)])"""
+
+
+def derived_where(page: Any) -> list[tuple[str, str]]:
+    """``(where, key)`` for each chunk the page derived so far; ``where`` is worker or main."""
+    return [(where, key) for where, key in page.evaluate(_DERIVED)]
+
+
 def css_luminance(element: Any, prop: str = "backgroundColor") -> float:
     """Relative luminance (0 black .. 1 white) of a computed colour of ``element``."""
     return float(element.evaluate(_CSS_LUMINANCE, prop))

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 from browser_kit import wait_for_widget
-from page_kit import VIEW_ROOTS, ExportedPage
+from page_kit import VIEW_ROOTS, ExportedPage, derived_where
+from playwright.sync_api import expect
 
 import attnscope
 
@@ -169,3 +170,20 @@ def test_a_click_in_a_long_cell_opens_the_head_view_at_that_row(exported: Export
     row = int(selected.get_attribute("data-i") or -1)
     assert abs(row - 0.75 * TOKENS) < 0.02 * TOKENS
     assert selected.is_visible()
+
+
+def test_a_hovered_cells_weights_are_computed_in_the_derive_worker(exported: ExportedPage) -> None:
+    # The preview of a hovered cell asks for its head's whole attn: (4000 x 4000 weights), which
+    # the page computes from q and k: in its derive worker (js/derive_off_thread.ts), so the
+    # pointer stays free, and the preview draws the weights it answers.
+    exported.show("model")
+    canvas = exported.canvas("model")
+    box = canvas.bounding_box()
+    cell = (box["width"] - 34) / 4 - 2  # model_grid.ts: LABEL_W 34, four heads, GAP 2
+    exported.page.mouse.move(box["x"] + 34 + (cell + 2) + cell / 2, box["y"] + 16 + cell / 2)
+    preview = exported.page.locator('[data-testid="model-preview"]')
+    expect(preview).to_have_attribute("data-source", "attn", timeout=120_000)
+    expect(preview).to_contain_text("Layer 0 · head 1")
+    derived = derived_where(exported.page)
+    assert ("worker", "attn:self:0:1") in derived, derived
+    assert not [key for where, key in derived if where != "worker"], derived

@@ -9,12 +9,13 @@ on, and find the one "needle" token.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 from browser_kit import wait_for_next_draw, wait_for_widget
-from page_kit import VIEW_ROOTS, ExportedPage
+from page_kit import VIEW_ROOTS, ExportedPage, derived_where
 from playwright.sync_api import expect
 
 import attnscope
@@ -159,13 +160,16 @@ def test_overview_in_the_saved_page(page: Any, page_32k: Path, screenshots: Any)
     page.add_init_script(LONG_TASKS)
     exported = ExportedPage(page, page_32k.as_uri()).open()
     drive_overview(page, page, screenshots, exported.picture(), "overview-32768-page")
-    # Every tile came from the page's tile worker (js/tile_worker.ts), not the main thread.
-    worker_tiles = page.evaluate(
-        "() => performance.getEntriesByName('attnscope-tile-worker').length"
-    )
-    assert worker_tiles >= 6, worker_tiles  # the whole map, four zooms, the needle, the wheel
+    # Every chunk the page computed from q and k, the overview's tiles and the head view's blocks
+    # of top keys, came from the page's derive worker (js/derive_off_thread.ts), none from the
+    # main thread: there they took up to half a second of it at a time.
+    derived = derived_where(page)
+    kinds = Counter((where, key.split(":")[0]) for where, key in derived)
+    assert kinds["worker", "tile"] >= 6, kinds  # the whole map, four zooms, the needle, the wheel
+    assert kinds["worker", "top"] >= 2, kinds  # the head view at the click and at the needle
+    assert not [key for where, key in derived if where != "worker"], kinds
     longest = page.evaluate("() => Math.max(0, ...window.__longTasks)")
-    print(f"tiles from the worker: {worker_tiles}; longest main-thread task: {longest:.0f} ms")
+    print(f"derived in the worker: {dict(kinds)}; longest main-thread task: {longest:.0f} ms")
 
     # The dark theme repaints the tiles on the dark background; the map still shows the triangle
     _show(page, "model")

@@ -5,6 +5,7 @@ import { qkParts, rowWeights } from "../../js/derive";
 import { parseTileKey, tileByte, tileFromAttn, tileFromQk } from "../../js/derive_tiles";
 import { createPageHost } from "../../js/host";
 import type { Chunk, StreamMeta } from "../../js/wire/types";
+import { causalQk } from "./helpers/causal_qk";
 import {
   centreOn, clampView, fitView, levelCount, levelFor, parentOf, spanAt, TILE, tokenAt, topSpan, visibleTiles, zoomAt,
 } from "../../js/views/overview/overview_geometry";
@@ -59,16 +60,7 @@ describe("overview geometry", () => {
 
 describe("tiles derived in a page", () => {
   const n = 300, d = 4;
-  const rnd = (i: number): number => Math.sin(i * 12.9898) * 2;
-  const qk = (head: number): Chunk => ({
-    key: `qk:self:0:${head}`,
-    arrays: {
-      q: { dtype: "f32", shape: [n, d], data: Float32Array.from({ length: n * d }, (_, i) => rnd(i + 1000 * head)) },
-      k: { dtype: "f32", shape: [n, d], data: Float32Array.from({ length: n * d }, (_, i) => rnd(i + 7 + 1000 * head)) },
-      scaling: { dtype: "f32", shape: [1], data: Float32Array.from([0.5]) },
-      spans: { dtype: "u32", shape: [n, 2], data: Uint32Array.from({ length: 2 * n }, (_, i) => (i % 2 ? (i - 1) / 2 + 1 : 0)) },
-    },
-  });
+  const qk = (head: number): Chunk => causalQk(head, n, d);
   const sm = { q_len: n, k_len: n, num_heads: 2 } as StreamMeta;
 
   it("spells keys as Python parses them", () => {
