@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from browser_kit import wait_for_widget
-from page_kit import VIEW_ROOTS, ExportedPage, derived_where
+from page_kit import VIEW_ROOTS, ExportedPage, canvas_stats, derived_where
 from playwright.sync_api import expect
 
 import attnscope
@@ -23,6 +23,7 @@ pytestmark = pytest.mark.browser
 
 TOKENS = 4000
 NEEDLE = 3217
+NO_WORKERS = "worker-src 'none'"  # a host's content security policy that forbids workers
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", "far", "away"]
 
 # Share of pixels of a rectangle of the canvas whose colour is not `bg` (alpha > 0
@@ -187,3 +188,33 @@ def test_a_hovered_cells_weights_are_computed_in_the_derive_worker(exported: Exp
     derived = derived_where(exported.page)
     assert ("worker", "attn:self:0:1") in derived, derived
     assert not [key for where, key in derived if where != "worker"], derived
+
+
+def test_a_host_that_forbids_workers_gets_the_same_page_from_the_main_thread(
+    page: Any, page_watch: Any, long_page: Path, tmp_path: Path
+) -> None:
+    # A host with a strict content security policy (no workers): the page computes its top:
+    # blocks and a hovered cell's attn: on the main thread instead, and draws them as before.
+    page.set_viewport_size({"width": 1100, "height": 900})
+    with_worker = ExportedPage(page, long_page.as_uri()).open()
+    drawn = canvas_stats(with_worker.canvas("head"))
+    assert drawn.painted > 0
+    assert {where for where, _ in derived_where(page)} == {"worker"}
+    text = long_page.read_text(encoding="utf-8")
+    strict = tmp_path / "no-workers.html"
+    policy = f'<meta http-equiv="Content-Security-Policy" content="{NO_WORKERS}">'
+    strict.write_text(text.replace("<head>", f"<head>\n{policy}", 1), encoding="utf-8")
+    # chromium logs the worker it blocked ("Creating a worker from 'blob:…' violates …")
+    page_watch.allowed.append(f'Content Security Policy directive: "{NO_WORKERS}"')
+    exported = ExportedPage(page, strict.as_uri()).open()
+    assert canvas_stats(exported.canvas("head")) == drawn  # the same lines, pixel for pixel
+    exported.show("model")
+    box = exported.canvas("model").bounding_box()
+    cell = (box["width"] - 34) / 4 - 2  # model_grid.ts: LABEL_W 34, four heads, GAP 2
+    page.mouse.move(box["x"] + 34 + (cell + 2) + cell / 2, box["y"] + 16 + cell / 2)
+    preview = page.locator('[data-testid="model-preview"]')
+    expect(preview).to_have_attribute("data-source", "attn", timeout=120_000)
+    derived = derived_where(page)
+    assert ("main", "attn:self:0:1") in derived, derived
+    assert any(key.startswith("top:self:0") for _, key in derived), derived
+    assert not [key for where, key in derived if where != "main"], derived
