@@ -1,0 +1,166 @@
+"""``save_html`` of a long trace: seconds to write the page, and where they go.
+
+Two random causal GPT-2 models, captured over MiniLM's tokens of the usual
+benchmark text (``bench_inputs.text_of``):
+
+- ``4x4``: 4 layers x 4 heads, n_embd 64, at 4002 tokens: the trace of issue
+  39's "save_html of a 4002-token trace" (its goal: at most 5 s on this CPU);
+- ``12x12``: GPT-2's shape (12 layers x 12 heads, n_embd 768) at 4096 tokens,
+  where every head's statistics alone read 144 x 4096² weights.
+
+Each repeat captures a fresh trace (a page keeps nothing between traces) and
+times the default ``save_html`` (all three views). The chunk kinds' own
+seconds (``stats:``, ``top:``, ``qk:``, ...) are summed from the page's
+encoder; "rest" is packing, compression and writing. Prints a markdown table.
+
+    python benchmarks/bench_save_html.py                   # both, 3 repeats of 4x4, 1 of 12x12
+    python benchmarks/bench_save_html.py --cases 4x4 --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from bench_inputs import encode, minilm
+
+GOAL_S = 5.0
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A random causal GPT-2 and the tokens it is captured over."""
+
+    layers: int
+    heads: int
+    width: int
+    tokens: int
+    repeats: int
+
+    def model(self) -> Any:
+        import torch
+        from transformers import GPT2Config, GPT2Model
+
+        torch.manual_seed(0)
+        config = GPT2Config(
+            n_layer=self.layers,
+            n_head=self.heads,
+            n_embd=self.width,
+            n_positions=self.tokens,
+            vocab_size=int(minilm()[1].vocab_size),
+        )
+        return GPT2Model(config).eval()
+
+
+SHAPES = {
+    "4x4": Shape(layers=4, heads=4, width=64, tokens=4002, repeats=3),
+    "12x12": Shape(layers=12, heads=12, width=768, tokens=4096, repeats=1),
+}
+
+
+def timed_pages(seconds: dict[str, float]) -> Any:
+    """The page's ``embed_chunks``, with each chunk kind's encoding seconds added to ``seconds``."""
+    from attnscope.display import page
+
+    embed_chunks = page.embed_chunks
+
+    def embed(*args: Any, encode: Any, **kwargs: Any) -> Any:
+        def timed(trace: Any, key: Any) -> Any:
+            start = time.perf_counter()
+            out = encode(trace, key)
+            seconds[str(key.kind)] += time.perf_counter() - start
+            return out
+
+        return embed_chunks(*args, encode=timed, **kwargs)
+
+    return embed
+
+
+def run_shape(name: str, shape: Shape) -> list[str]:
+    """The table row of one shape: capture, save_html (median) and its parts."""
+    import attnscope
+    from attnscope.display import page
+
+    model, tokenizer = shape.model(), minilm()[1]
+    ids = encode(tokenizer, shape.tokens)["input_ids"]
+    totals: list[float] = []
+    parts: dict[str, float] = defaultdict(float)
+    captures: list[float] = []
+    size = 0
+    original = page.embed_chunks
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(shape.repeats):
+            start = time.perf_counter()
+            trace = attnscope.capture(model, ids, tokenizer=tokenizer)
+            captures.append(time.perf_counter() - start)
+            seconds: dict[str, float] = defaultdict(float)
+            page.embed_chunks = timed_pages(seconds)
+            try:
+                start = time.perf_counter()
+                path = attnscope.save_html(trace, Path(folder) / f"{name}.html")
+                totals.append(time.perf_counter() - start)
+            finally:
+                page.embed_chunks = original
+            size = path.stat().st_size
+            for kind, s in seconds.items():
+                parts[kind] += s / shape.repeats
+            del trace
+    total = statistics.median(totals)
+    named = sorted(parts.items(), key=lambda kv: -kv[1])
+    spent = ", ".join(f"{kind} {s:.2f}" for kind, s in named if s >= 0.05)
+    rest = total - sum(parts.values())
+    met = "met" if total <= GOAL_S else "not met"
+    return [
+        name,
+        f"{shape.layers} x {shape.heads}, n_embd {shape.width}",
+        str(shape.tokens),
+        f"{statistics.median(captures):.1f} s",
+        f"**{total:.2f} s** ({' / '.join(f'{t:.2f}' for t in totals)})",
+        f"{spent}, rest {rest:.2f}",
+        f"{size / 1e6:.1f} MB",
+        f"{met} (≤ {GOAL_S:g} s)",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cases", default="4x4,12x12", help="comma-separated: 4x4, 12x12")
+    parser.add_argument("--repeats", type=int, help="repeats of every case (default: its own)")
+    args = parser.parse_args()
+    import torch
+
+    print(
+        f"save_html of long traces, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"load average {os.getloadavg()[0]:.1f}\n"
+    )
+    print(
+        "| case | model | tokens | capture | save_html, median (each) "
+        "| chunk kinds' seconds (mean) | page | goal |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name in args.cases.split(","):
+        shape = SHAPES[name]
+        if args.repeats:
+            shape = Shape(shape.layers, shape.heads, shape.width, shape.tokens, args.repeats)
+        print("| " + " | ".join(run_shape(name, shape)) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
