@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from transformers import AutoTokenizer, LlamaConfig, LlamaModel
@@ -68,3 +69,38 @@ def test_a_roomy_budget_keeps_every_key(trace: attnscope.AttentionTrace) -> None
     chunks, notes = _page(trace, views=("head",), max_bytes=200_000_000)
     assert {c["arrays"][0]["shape"][-1] for c in chunks.values()} == {64}
     assert not any("strongest" in n or "left out" in n for n in notes)
+
+
+def test_a_page_that_keeps_fewer_keys_asks_for_only_those(
+    trace: attnscope.AttentionTrace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Once the first layer's chunk shows that every layer would not fit, the page asks for
+    # the kept keys alone (faster than cutting the widget's 64): the same keys and bytes.
+    from attnscope.encode import embed
+    from attnscope.encode.chunks import top_arrays
+
+    asked: list[int | None] = []
+
+    def spied(stream: Any, position: int, first_row: Any, top_k: int | None = None) -> Any:
+        asked.append(top_k)
+        return top_arrays(stream, position, first_row, top_k)
+
+    monkeypatch.setattr(embed, "top_arrays", spied)
+    chunks, _ = _page(trace, max_bytes=4_000_000)
+    slots = {c["arrays"][0]["shape"][-1] for k, c in chunks.items() if k.startswith("top:")}
+    assert len(slots) == 1
+    kept = slots.pop()
+    assert kept < 64
+    assert asked == [kept] * 31  # every layer's chunk but the first, which measured them
+    stream = trace.streams["self"]
+    for position in (1, 17, 31):
+        fewer = dict(top_arrays(stream, position, None, kept))
+        cut = dict(top_arrays(stream, position, None))
+        # Near-equal scores may be ordered by score here and by float32 weight (lower key
+        # first) where a tie among the 65 strongest sent the widget's row to its weights.
+        same = (fewer["index"] == cut["index"][..., :kept]).all(axis=-1)
+        assert same.mean() >= 0.99, same.mean()
+        step = np.abs(fewer["weight"].astype(int) - cut["weight"][..., :kept].astype(int))
+        assert step.max() <= 1
+        # A sum of the same exponentials over a block cut one key wider: float32 rounding.
+        np.testing.assert_allclose(fewer["rowmax"], cut["rowmax"], rtol=1e-6)

@@ -213,8 +213,14 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
     return qk_arrays(stream, key.layer, key.head)
 
 
-def top_arrays(stream: AttentionStream, position: int, first_row: int | None) -> list[NamedArray]:
+def top_arrays(
+    stream: AttentionStream, position: int, first_row: int | None, top_k: int | None = None
+) -> list[NamedArray]:
     """A ``top:`` chunk's arrays: one block of query rows from ``first_row``, or every row.
+
+    ``top_k`` keys per query (default :func:`~attnscope.encode.meta.stream_top_k`):
+    a page that keeps fewer asks for them, which is faster than cutting the
+    default's (the strongest keys come first either way).
 
     Every row is computed as part of its block (:func:`~attnscope.encode.meta.stream_top_block`
     rows from a multiple of that size), so a whole-layer chunk holds exactly
@@ -234,13 +240,15 @@ def top_arrays(stream: AttentionStream, position: int, first_row: int | None) ->
     True
     """
     size = stream_top_block(stream)
-    top_k = stream_top_k(stream)
+    top_k = stream_top_k(stream) if top_k is None else min(top_k, stream_top_k(stream))
     if first_row is None and top_k < stream.k_len:
         # One call for every block: the layer's arrays are made before any block's scores.
         index, weight, rowmax = layer_top_keys(stream, position, top_k, block=size)
         return [("index", index), ("weight", weight), ("rowmax", rowmax)]
     if first_row is None:
-        blocks = [top_arrays(stream, position, start) for start in range(0, stream.q_len, size)]
+        blocks = [
+            top_arrays(stream, position, start, top_k) for start in range(0, stream.q_len, size)
+        ]
         return [
             (name, np.concatenate([b[i][1] for b in blocks], axis=1))
             for i, (name, _) in enumerate(blocks[0])

@@ -14,7 +14,7 @@ from typing import Any
 
 from attnscope._progress import progress
 from attnscope.encode.arrays import NamedArray
-from attnscope.encode.chunks import encode_chunk, parse_key
+from attnscope.encode.chunks import encode_chunk, parse_key, top_arrays
 from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.from_logits import layer_top_keys
 from attnscope.encode.keys import ChunkKey, bare_key, kind_of, read_key, split_side
@@ -113,7 +113,15 @@ def _embed(
                 arrays = compared.encode(key)
             else:
                 parsed = parse_key(key, trace)
-                arrays = made.pop(key) if key in made else encode(trace, parsed)
+                if key in made:
+                    arrays = made.pop(key)
+                elif slots is not None and parsed.kind == "top" and encode is encode_chunk:
+                    # The page keeps `slots` keys a row: ask for those, not the widget's many.
+                    stream = trace.streams[parsed.stream]
+                    assert parsed.layer is not None
+                    arrays = top_arrays(stream, parsed.layer, parsed.first_row, slots)
+                else:
+                    arrays = encode(trace, parsed)
                 if parsed.kind == "qk" and parsed.stream in derived:
                     arrays = [*arrays, ("rowmax", _row_maxima(trace, parsed, rowmax))]
             if slots is not None and _kind(key) in ("top", "pseudo"):
