@@ -89,7 +89,7 @@ def held(page: str) -> dict[str, Any]:
 
 def framed(frame: str) -> dict[str, Any]:
     """:func:`held` of the page inside a snapshot's iframe."""
-    found = re.search(r'srcdoc="(.*)"></iframe>', frame, re.S)
+    found = re.search(r'srcdoc="([^"]*)">', frame)
     assert found
     return held(html.unescape(found.group(1)))
 

@@ -32,6 +32,7 @@ CELLS = [
 # nbconvert's lab template asks a CDN for require.js and MathJax whatever the notebook
 # holds; the offline test blocks them, and nothing of the snapshot needs them.
 NBCONVERT_CDN = ("require.js", "require.min.js", "mathjax")
+NOT_DRAWN = "This attention view is not drawn here"  # snapshot.undrawn_text
 
 
 def run_and_convert(
@@ -111,6 +112,10 @@ def test_nbconvert_html_shows_each_view_offline(
     notes = page.locator(f".{NOTE_CLASS}")
     assert notes.count() == 2
     assert not any(notes.nth(i).is_visible() for i in range(2))
+    # Each frame holds the text a sanitizer leaves where it drops the frame (an untrusted
+    # notebook in JupyterLab: test_untrusted_snapshot.py); where the frame draws, it is unseen.
+    assert all(NOT_DRAWN in (frames.nth(i).text_content() or "") for i in range(2))
+    assert NOT_DRAWN not in page.locator("body").inner_text()
     if screenshots.enabled:
         screenshots.take("nbconvert-snapshot", page)
 

@@ -7,7 +7,10 @@ leads nowhere, and the viewer falls back to the output's other mime types.
 a small self-contained page in an iframe (the exported page of
 :mod:`attnscope.display.page`, one view, its data capped at
 :data:`SNAPSHOT_BYTES`), and ``text/plain`` saying what the output is. A live
-notebook ranks the widget's own mime type first, so nothing shows twice.
+notebook ranks the widget's own mime type first, so nothing shows twice. An
+untrusted notebook in JupyterLab shows the ``text/html`` sanitized, without
+the frame: the frame's fallback text (:func:`undrawn_text`) says why and what
+to do.
 """
 
 from __future__ import annotations
@@ -95,6 +98,40 @@ def snapshot_text(widget: ShownWidget) -> str:
     >>> print(snapshot_text(w))  # doctest: +ELLIPSIS
     attnscope AttentionWidget: head view, ... 2 tokens, layer 0 ...; re-run the cell ...
     """
+    return (
+        f"attnscope AttentionWidget: {_what_it_shows(widget)}; re-run the cell to interact "
+        "(or widget.save_html(path) for an offline page)."
+    )
+
+
+def undrawn_text(widget: ShownWidget) -> str:
+    """What the snapshot says where a sanitizer removed its frame: why nothing is drawn.
+
+    JupyterLab and Notebook 7 show an untrusted notebook's outputs (one run by
+    nbclient or received from someone, then opened) as sanitized HTML, without
+    scripts and frames; GitHub does the same to every notebook. The text sits
+    inside the snapshot's ``<iframe>`` as its fallback content, which a browser
+    never shows where the frame is kept (and draws), and which the sanitizer
+    leaves when it drops the frame.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionTrace, AttentionWidget
+    >>> w = AttentionWidget(AttentionTrace(["a", "b"], np.full((2, 4, 2, 2), 0.5, np.float32)))
+    >>> print(undrawn_text(w))  # doctest: +ELLIPSIS
+    This attention view is not drawn here (attnscope AttentionWidget: head view, ... layer 0 ...
+    """
+    return (
+        f"This attention view is not drawn here (attnscope AttentionWidget: "
+        f"{_what_it_shows(widget)}): this viewer shows the output without its scripts, as "
+        "JupyterLab does for a notebook it does not trust. In JupyterLab or Notebook 7, trust "
+        "the notebook (command palette: \u201cTrust Notebook\u201d) to draw it from the "
+        "notebook's saved widget state, if the notebook holds one, or re-run the cell."
+    )
+
+
+def _what_it_shows(widget: ShownWidget) -> str:
     trace = widget.trace
     stream = trace.streams[widget.stream]
     metadata = trace.metadata  # the model's own name ("all-MiniLM-L6-v2"), not its family ("bert")
@@ -105,10 +142,9 @@ def snapshot_text(widget: ShownWidget) -> str:
         or "trace"
     )
     return (  # the model's name is its card's or its folder's: isolated in our sentence
-        f"attnscope AttentionWidget: {widget.view} view, {isolate(str(model))}, "
+        f"{widget.view} view, {isolate(str(model))}, "
         f"{stream.num_layers} layers x {stream.num_heads} heads, {len(trace.source)} tokens, "
-        f"layer {widget.layer} of stream {widget.stream!r}; re-run the cell to interact "
-        "(or widget.save_html(path) for an offline page)."
+        f"layer {widget.layer} of stream {widget.stream!r}"
     )
 
 
@@ -117,7 +153,8 @@ def snapshot_html(widget: ShownWidget, *, max_bytes: int = SNAPSHOT_BYTES) -> st
 
     The page is :func:`~attnscope.display.page.page_html` for the current
     view only, with at most ``max_bytes`` of data (the current layer first);
-    it runs from the notebook file with no kernel and no network.
+    it runs from the notebook file with no kernel and no network. Where a
+    sanitizer removes the frame, its content is left: :func:`undrawn_text`.
 
     Examples
     --------
@@ -127,6 +164,8 @@ def snapshot_html(widget: ShownWidget, *, max_bytes: int = SNAPSHOT_BYTES) -> st
     >>> frame = snapshot_html(w)
     >>> frame.startswith("<iframe"), "https://" in frame, len(frame) < 200_000
     (True, False, True)
+    >>> frame.endswith("or re-run the cell.</iframe>")
+    True
     """
     page = page_html(
         widget,
@@ -138,10 +177,14 @@ def snapshot_html(widget: ShownWidget, *, max_bytes: int = SNAPSHOT_BYTES) -> st
         encode=widget.chunk_cache.encode,
     )
     title = html.escape(snapshot_text(widget), quote=True)
+    # The frame's content is never shown where the frame is kept; a sanitizer that drops
+    # the frame (JupyterLab's, for an untrusted notebook) keeps it: plain text, no markup,
+    # as a parser that reads a frame's content as raw text would show tags literally.
     return (
         f'<iframe class="attnscope-snapshot" title="{title}" '
         f'style="width: 100%; height: {_frame_height(widget)}px; border: 0" '
-        f'srcdoc="{html.escape(page, quote=True)}"></iframe>'
+        f'srcdoc="{html.escape(page, quote=True)}">'
+        f"{html.escape(undrawn_text(widget), quote=False)}</iframe>"
     )
 
 
