@@ -8,7 +8,7 @@ the snapshot's ``<iframe>`` and keeps the frame's fallback text
 blank output; after "Trust Notebook" the widget draws from the saved widget
 state and the text is gone, also when the trusted notebook is reopened and
 when its cells are run again. The nbconvert page that draws the snapshot
-never shows it (``test_saved_notebook.py``).
+never shows it (``test_saved_notebook.py``). Notebook 7 shows the same text.
 """
 
 from __future__ import annotations
@@ -118,3 +118,19 @@ def test_untrusted_it_says_why_then_trusted_it_draws(
     root = wait_for_widget(output, root=HEAD)
     assert "saved widget state" not in output.inner_text()
     assert NOT_DRAWN not in output.inner_text()
+
+
+def test_notebook7_shows_the_same_message_untrusted(
+    nb7: JupyterPage, jupyter_server: JupyterServer, converted: tuple[Any, Path]
+) -> None:
+    notebook, _ = converted
+    nbformat.write(notebook, str(jupyter_server.notebook_path("untrusted_nb7.ipynb")))
+    nb7.open("untrusted_nb7.ipynb")
+    output = nb7.cell_output(1)
+    output.get_by_text(NOT_DRAWN).wait_for(state="visible")
+    assert nb7.page.evaluate("() => window.jupyterapp.commands.label('notebook:trust')") == (
+        TRUST_COMMAND
+    )
+    shown = output_rows(output)[0]
+    assert shown["height"] > 2 * shown["font"], f"the message takes {shown['height']} px"
+    assert output.locator("iframe, script").count() == 0
