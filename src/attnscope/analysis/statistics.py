@@ -53,6 +53,10 @@ if TYPE_CHECKING:
 SMOOTHING = 0.0001
 """Clark et al.'s smoothing: ``a' = (1 - SMOOTHING) * a + SMOOTHING / n`` keeps ``ln`` finite."""
 
+GATHER_SHARE = 16
+"""A key set or repeat pattern marking at most 1/16 of a block's entries is summed over
+those entries alone (gathered); a denser one by a matrix-vector product over the block."""
+
 FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 """Smallest normal float32: weights are raised to it before ``ln`` so that ``0 ln 0`` is 0."""
 
@@ -302,6 +306,9 @@ class LayerStatistics:
         self._key_sets = {
             name: torch.from_numpy(keys.astype(np.float32)) for name, keys in key_sets.items()
         }
+        self._key_columns = {
+            name: torch.from_numpy(np.flatnonzero(keys)) for name, keys in key_sets.items()
+        }
         self._visible = torch.from_numpy(sets.visible_keys.astype(np.float32))
         self._every_key_visible = bool(sets.visible_keys.all())
         # Visible keys before each key: a span [start, stop) shows cum[stop] - cum[start].
@@ -311,7 +318,9 @@ class LayerStatistics:
         self.pattern_sums: dict[str, Float64Array] = {
             name: np.zeros(stream.num_heads) for name in PATTERNS
         }
-        self._patterns: tuple[tuple[int, int], dict[PatternKind, Tensor]] | None = None
+        self._patterns: (
+            tuple[tuple[int, int], dict[PatternKind, tuple[Tensor, Tensor | None]]] | None
+        ) = None
 
     @property
     def rows(self) -> dict[str, Float64Array]:
@@ -333,7 +342,13 @@ class LayerStatistics:
         row = self.rows
         row["mass"][heads, rows] = weights.sum(dim=-1).numpy()
         for name, key_set in self._key_sets.items():
-            row[name][heads, rows] = weights.matmul(key_set[:width]).numpy()
+            columns = self._key_columns[name]
+            columns = columns[: int(torch.searchsorted(columns, width))]
+            if len(columns) * GATHER_SHARE <= width:  # a few keys: gathered, not a full pass
+                on_set = weights.index_select(-1, columns).sum(dim=-1)
+            else:
+                on_set = weights.matmul(key_set[:width])
+            row[name][heads, rows] = on_set.numpy()
         array = weights.numpy()
         queries = np.arange(self.stream.q_len)[rows]
         local = np.arange(len(queries))
@@ -362,8 +377,13 @@ class LayerStatistics:
 
         if self._repeats:
             flat = weights.reshape(len(heads), -1)
-            for name, pattern in self._pattern_rows(rows, width).items():
-                self.pattern_sums[name][heads] += flat.mv(pattern.reshape(-1)).numpy()
+            for name, (pattern, spots) in self._pattern_rows(rows, width).items():
+                found = (
+                    flat.mv(pattern.reshape(-1))
+                    if spots is None
+                    else flat.index_select(1, spots).sum(dim=1)
+                )
+                self.pattern_sums[name][heads] += found.numpy()
 
     def _visible_keys(
         self, rows: slice, heads: list[int], weights: Tensor, scratch: Tensor
@@ -390,19 +410,27 @@ class LayerStatistics:
         seen_counts: Float64Array = per_row.numpy().astype(np.float64)
         return seen_counts
 
-    def _pattern_rows(self, rows: slice, width: int) -> dict[PatternKind, Tensor]:
-        """The repeat patterns of query ``rows`` for keys ``0 .. width``, float32, once a block."""
+    def _pattern_rows(
+        self, rows: slice, width: int
+    ) -> dict[PatternKind, tuple[Tensor, Tensor | None]]:
+        """The repeat patterns of query ``rows`` for keys ``0 .. width``, made once a block.
+
+        Each as float32 ``(len(rows), width)`` and, when it marks at most
+        1 / :data:`GATHER_SHARE` of its entries, their flat positions (else None).
+        """
         import torch
 
         if self._patterns is None or self._patterns[0] != (rows.start, width):
             assert self.sets.codes is not None
             codes = self.sets.codes
-            made = {
-                name: torch.from_numpy(
-                    np.ascontiguousarray(pattern_rows(codes, rows, name)[:, :width], np.float32)
+            made = {}
+            for name in PATTERNS:
+                marked = pattern_rows(codes, rows, name)[:, :width]
+                spots = np.flatnonzero(marked)
+                made[name] = (
+                    torch.from_numpy(np.ascontiguousarray(marked, np.float32)),
+                    torch.from_numpy(spots) if len(spots) * GATHER_SHARE <= marked.size else None,
                 )
-                for name in PATTERNS
-            }
             self._patterns = ((rows.start, width), made)
         return self._patterns[1]
 
