@@ -147,6 +147,9 @@ def top_keys(
     >>> index, weight, rowmax = top_keys(np.array([[0.1, 0.8, 0.1]], np.float32), 2)
     >>> index, weight, rowmax
     (array([[1, 0]], dtype=uint16), array([[255,  32]], dtype=uint8), array([0.8], dtype=float32))
+    >>> masked = np.zeros((1, 4000), np.float32); masked[0, [7, 3000]] = 0.5
+    >>> top_keys(masked, 4)[0].tolist()  # then the lowest keys of weight 0
+    [[7, 3000, 0, 1]]
     """
     k_len = weights.shape[-1]
     if not 1 <= k <= k_len:
@@ -162,6 +165,7 @@ def top_keys(
         rows = flat[start : start + block]
         if k < k_len:
             part = np.argpartition(-rows, k - 1, axis=-1)[:, :k]
+            _lowest_of_ties(rows, part)
             # A stable sort of the candidates by (weight desc, index asc).
             part.sort(axis=-1)
             order = np.argsort(-np.take_along_axis(rows, part, axis=-1), axis=-1, kind="stable")
@@ -175,6 +179,24 @@ def top_keys(
     scale = np.divide(255.0, rowmax, out=np.zeros_like(rowmax), where=rowmax > 0)
     weight = np.rint(top * scale[..., None]).astype(np.uint8)
     return index, weight, rowmax
+
+
+def _lowest_of_ties(rows: F32Array, part: npt.NDArray[np.intp]) -> None:
+    """Keep, in ``part``, the lowest of the keys tied with each row's ``k``-th strongest.
+
+    ``part`` holds each row's ``k`` strongest keys from ``argpartition``, which
+    keeps any of the keys tied at the boundary. Only the rows with such a tie
+    (a masked row's many zeros, mostly) are rewritten.
+    """
+    k = part.shape[-1]
+    kth = np.take_along_axis(rows, part, axis=-1).min(axis=-1, keepdims=True)
+    tied = np.flatnonzero((rows >= kth).sum(axis=-1) > k)
+    if not len(tied):
+        return
+    some, threshold = rows[tied], kth[tied]
+    # 0: above the k-th strongest, 1: tied with it, 2: below; a stable sort keeps key order.
+    rank = (some <= threshold).astype(np.uint8) + (some < threshold)
+    part[tied] = np.argsort(rank, axis=-1, kind="stable")[:, :k]
 
 
 def pick_rows(q_len: int, rows: int, sample: int) -> tuple[IntArray, IntArray]:
