@@ -71,28 +71,55 @@ SHAPES = {
 }
 
 
-def timed_pages(seconds: dict[str, float]) -> Any:
-    """The page's ``embed_chunks``, with each chunk kind's encoding seconds added to ``seconds``."""
-    from attnscope.display import page
+# What each chunk kind's encoding calls (attnscope.encode.chunks.encode_chunk and the page's
+# own top: call), by the module that calls it: (module, function, kind).
+TIMED = [
+    ("attnscope.encode.chunks", "stats_arrays", "stats"),
+    ("attnscope.encode.chunks", "top_arrays", "top"),
+    ("attnscope.encode.embed", "top_arrays", "top"),
+    ("attnscope.encode.chunks", "any_thumbnails", "thumbs"),
+    ("attnscope.encode.chunks", "pseudo_arrays", "pseudo"),
+    ("attnscope.encode.chunks", "qk_arrays", "qk"),
+    ("attnscope.encode.chunks", "tile_arrays", "tile"),
+]
 
-    embed_chunks = page.embed_chunks
 
-    def embed(*args: Any, encode: Any, **kwargs: Any) -> Any:
-        def timed(trace: Any, key: Any) -> Any:
+class TimedKinds:
+    """While entered, each chunk kind's encoding seconds are added to :attr:`seconds`."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> TimedKinds:
+        import importlib
+
+        for module_name, name, kind in TIMED:
+            module = importlib.import_module(module_name)
+            original = getattr(module, name)
+            self._saved.append((module, name, original))
+            setattr(module, name, self._timed(original, kind))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for module, name, original in reversed(self._saved):
+            setattr(module, name, original)
+        self._saved.clear()
+
+    def _timed(self, function: Any, kind: str) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
             start = time.perf_counter()
-            out = encode(trace, key)
-            seconds[str(key.kind)] += time.perf_counter() - start
-            return out
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.seconds[kind] += time.perf_counter() - start
 
-        return embed_chunks(*args, encode=timed, **kwargs)
-
-    return embed
+        return timed
 
 
 def run_shape(name: str, shape: Shape) -> list[str]:
     """The table row of one shape: capture, save_html (median) and its parts."""
     import attnscope
-    from attnscope.display import page
 
     model, tokenizer = shape.model(), minilm()[1]
     ids = encode(tokenizer, shape.tokens)["input_ids"]
@@ -100,22 +127,17 @@ def run_shape(name: str, shape: Shape) -> list[str]:
     parts: dict[str, float] = defaultdict(float)
     captures: list[float] = []
     size = 0
-    original = page.embed_chunks
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(shape.repeats):
             start = time.perf_counter()
             trace = attnscope.capture(model, ids, tokenizer=tokenizer)
             captures.append(time.perf_counter() - start)
-            seconds: dict[str, float] = defaultdict(float)
-            page.embed_chunks = timed_pages(seconds)
-            try:
+            with TimedKinds() as timed:
                 start = time.perf_counter()
                 path = attnscope.save_html(trace, Path(folder) / f"{name}.html")
                 totals.append(time.perf_counter() - start)
-            finally:
-                page.embed_chunks = original
             size = path.stat().st_size
-            for kind, s in seconds.items():
+            for kind, s in timed.seconds.items():
                 parts[kind] += s / shape.repeats
             del trace
     total = statistics.median(totals)
