@@ -15,6 +15,7 @@ encoder; "rest" is packing, compression and writing. Prints a markdown table.
 
     python benchmarks/bench_save_html.py                   # both, 3 repeats of 4x4, 1 of 12x12
     python benchmarks/bench_save_html.py --cases 4x4 --repeats 5
+    python benchmarks/bench_save_html.py --floor           # and the 12x12 shape's softmax pass
 """
 
 from __future__ import annotations
@@ -157,12 +158,36 @@ def run_shape(name: str, shape: Shape) -> list[str]:
     ]
 
 
+def softmax_floor(shape: Shape, block: int = 256) -> float:
+    """Seconds of one causal pass of ``softmax(q kᵀ)`` over every head of ``shape``, alone.
+
+    Random q and k of GPT-2's head size (64), a block of query rows at a time
+    over the keys it sees: what any exact per-head statistic must at least
+    compute, before reducing a single weight.
+    """
+    import torch
+
+    heads, tokens, size = shape.heads, shape.tokens, shape.width // shape.heads
+    q, k = torch.randn(heads, tokens, size), torch.randn(heads, tokens, size)
+    start = time.perf_counter()
+    for _ in range(shape.layers):
+        for first in range(0, tokens, block):
+            last = min(first + block, tokens)
+            scores = q[:, first:last] @ k[:, :last].transpose(1, 2)
+            hidden = torch.arange(first, last)[:, None] < torch.arange(last)[None, :]
+            torch.softmax(scores.masked_fill_(hidden, float("-inf")), dim=-1)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--cases", default="4x4,12x12", help="comma-separated: 4x4, 12x12")
     parser.add_argument("--repeats", type=int, help="repeats of every case (default: its own)")
+    parser.add_argument(
+        "--floor", action="store_true", help="also time one softmax pass of the 12x12 shape"
+    )
     args = parser.parse_args()
     import torch
 
@@ -182,6 +207,13 @@ def main() -> None:
         if args.repeats:
             shape = Shape(shape.layers, shape.heads, shape.width, shape.tokens, args.repeats)
         print("| " + " | ".join(run_shape(name, shape)) + " |", flush=True)
+    if args.floor:
+        shape = SHAPES["12x12"]
+        print(
+            f"\nOne causal pass of softmax(q kᵀ) over the {shape.layers * shape.heads} heads of "
+            f"the 12x12 shape at {shape.tokens} tokens, nothing else: "
+            f"{softmax_floor(shape):.2f} s"
+        )
 
 
 if __name__ == "__main__":
