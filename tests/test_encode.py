@@ -87,6 +87,22 @@ def test_top_keys_all_keys_and_ties_keep_lower_index_first() -> None:
     assert weight.tolist() == [[[255, 128, 128, 0]]]
 
 
+def test_top_keys_stopping_at_each_query_s_span_gives_what_every_key_gives() -> None:
+    # A causal mean: query i weighs keys 0..i only (the first queries fewer than k keys,
+    # some weights equal); stopping the search at the spans' stops changes nothing.
+    rng = np.random.default_rng(0)
+    n, k = 3000, 16
+    weights = rng.integers(0, 40, size=(2, n, n)).astype(np.float32)
+    stops = np.arange(1, n + 1)
+    weights[:, np.arange(n)[None, :] >= stops[:, None]] = 0.0
+    weights /= np.maximum(weights.sum(-1, keepdims=True), 1)
+    cut = top_keys(weights, k, stops=stops)
+    whole = top_keys(weights, k)
+    for got, want in zip(cut, whole, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert cut[0][0, 3].tolist()[:4] == np.argsort(-weights[0, 3], kind="stable")[:4].tolist()
+
+
 def test_top_keys_u32_when_forced_or_long() -> None:
     att = softmax_rows(np.random.default_rng(2), (2, 3, 50))
     index, _, _ = top_keys(att, 5, index_dtype=np.uint32)

@@ -22,7 +22,7 @@ from attnscope.analysis.aggregate import layer_mean
 from attnscope.analysis.layer_scan import scan_layer
 from attnscope.analysis.rollout import rollout_step, stream_rollout_rows
 from attnscope.analysis.statistics import STATISTICS, TokenSets, stack_layers
-from attnscope.encode.arrays import F32Array, NamedArray, quantize_rows, top_keys
+from attnscope.encode.arrays import F32Array, IntArray, NamedArray, quantize_rows, top_keys
 from attnscope.encode.meta_types import StatisticMeta
 from attnscope.trace import AttentionStream, AttentionTrace
 from attnscope.trace import stream as stream_module
@@ -264,7 +264,8 @@ def stats_arrays(trace: AttentionTrace, stream: str, top_k: int | None = None) -
         if keep:
             kept.means[position] = scan.mean
         elif top_k is not None and "rollout" not in pseudo_heads(chosen):
-            kept.pseudo[(position, top_k)] = _mean_chunk(scan.mean.numpy()[None], top_k)
+            stops = _key_stops(chosen, position)
+            kept.pseudo[(position, top_k)] = _mean_chunk(scan.mean.numpy()[None], top_k, stops)
     table = stack_layers(per_layer)
     return [(name, table[name].astype(np.float32)) for name in STATISTICS]
 
@@ -325,10 +326,22 @@ def pseudo_arrays(stream: AttentionStream, position: int, top_k: int) -> list[Na
     return _mean_chunk(pseudo_weights(stream, position), top_k)
 
 
-def _mean_chunk(weights: F32Array, top_k: int) -> list[NamedArray]:
-    """Pseudo-heads' ``(p, q_len, k_len)`` weights as a ``pseudo:`` chunk, ``top_k`` keys a row."""
+def _key_stops(stream: AttentionStream, position: int) -> IntArray | None:
+    """Each query's first key hidden from there on by the layer's mask rule, or None."""
+    if stream.key_spans is None:
+        return None
+    spans = stream.key_spans[min(position, stream.key_spans.shape[0] - 1)]
+    stops: IntArray = spans[:, 1].astype(np.intp)
+    return stops
+
+
+def _mean_chunk(weights: F32Array, top_k: int, stops: IntArray | None = None) -> list[NamedArray]:
+    """Pseudo-heads' ``(p, q_len, k_len)`` weights as a ``pseudo:`` chunk, ``top_k`` keys a row.
+
+    ``stops``: where each query's weights end (:func:`~attnscope.encode.arrays.top_keys`).
+    """
     if top_k >= weights.shape[-1]:
         weight, rowmax = quantize_rows(weights)
         return [("weight", weight), ("rowmax", rowmax)]
-    index, weight, rowmax = top_keys(weights, top_k)
+    index, weight, rowmax = top_keys(weights, top_k, stops=stops)
     return [("index", index), ("weight", weight), ("rowmax", rowmax)]

@@ -121,7 +121,11 @@ def quantize_rows(weights: F32Array) -> tuple[U8Array, F32Array]:
 
 
 def top_keys(
-    weights: F32Array, k: int, *, index_dtype: npt.DTypeLike | None = None
+    weights: F32Array,
+    k: int,
+    *,
+    index_dtype: npt.DTypeLike | None = None,
+    stops: npt.NDArray[np.integer[Any]] | None = None,
 ) -> tuple[npt.NDArray[np.unsignedinteger[Any]], U8Array, F32Array]:
     """Each row's ``k`` strongest keys, strongest first, with quantised weights.
 
@@ -133,6 +137,9 @@ def top_keys(
         Keys to keep per row, ``1 <= k <= k_len``.
     index_dtype
         u16 when ``k_len < 65536`` and u32 otherwise, unless given here.
+    stops
+        ``(q_len,)``: each query's weights are 0 from this key on (a causal or
+        windowed mask's span), so the search stops there too; None: all keys.
 
     Returns
     -------
@@ -160,9 +167,14 @@ def top_keys(
     lead = weights.shape[:-1]
     flat = weights.reshape(-1, k_len)
     index = np.empty((flat.shape[0], k), dtype=dtype)
-    block = max(1, _BLOCK_VALUES // k_len)
+    row_stops = None if stops is None else np.broadcast_to(stops, lead).reshape(-1)
+    # With stops, shorter blocks: each one's width follows its rows' stops more closely.
+    block = max(1, _BLOCK_VALUES // k_len // (1 if row_stops is None else 4))
     for start in range(0, flat.shape[0], block):
         rows = flat[start : start + block]
+        if row_stops is not None and k < k_len:  # every key past the block's stops weighs 0
+            width = int(row_stops[start : start + block].max(initial=0))
+            rows = rows[:, : min(k_len, max(k + 1, width))]
         if k < k_len:
             part = np.argpartition(-rows, k - 1, axis=-1)[:, :k]
             _lowest_of_ties(rows, part)
