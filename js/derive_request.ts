@@ -3,7 +3,7 @@
 // main-thread fallback call the same decodeEmbedded and deriveFromQk, so a chunk is the same
 // bytes wherever it is computed.
 import { attnFromQk, topFromQk } from "./derive";
-import { tileFromQk } from "./derive_tiles";
+import { tileFromQk, tileStepsFromQk } from "./derive_tiles";
 import { decodeEmbedded } from "./saved";
 import { parseChunkKey } from "./wire/keys";
 import type { Chunk, EmbeddedChunk, Meta, StreamMeta } from "./wire/types";
@@ -55,6 +55,16 @@ export function deriveFromQk(key: string, qks: Chunk[], sm: StreamMeta): Chunk {
   throw new Error(`${key} is not computed from q and k`);
 }
 
+/**
+ * deriveFromQk in steps, for a queue that answers other requests between them: a tile yields
+ * after each of its cell rows (tileStepsFromQk: the bytes tileFromQk computes); any other chunk
+ * is computed in its first step.
+ */
+export function* deriveStepsFromQk(key: string, qks: Chunk[], sm: StreamMeta): Generator<unknown, Chunk, void> {
+  if (parseChunkKey(key)?.kind === "tile") return yield* tileStepsFromQk(key, qks, sm);
+  return deriveFromQk(key, qks, sm);
+}
+
 /** The buffers of a chunk's arrays, each once (they move to the page instead of being copied). */
 export function chunkBuffers(c: Chunk): ArrayBuffer[] {
   return [...new Set(Object.values(c.arrays).map((a) => a.data.buffer as ArrayBuffer))];
@@ -63,37 +73,71 @@ export function chunkBuffers(c: Chunk): ArrayBuffer[] {
 /** Requests answered before tiles: the head view's rows and a head's weights wait on them. */
 const urgent = (key: string): boolean => parseChunkKey(key)?.kind !== "tile";
 
+/** How long the worker computes a tile before it looks for a `top:` or `attn:` asked meanwhile. */
+export const SLICE_MS = 10;
+
+/** A request whose chunk is being computed, a step at a time. */
+interface Job {
+  r: DeriveRequest;
+  steps: Generator<unknown, Chunk, void>;
+}
+
 /**
  * The worker's side: `receive` each request as it comes. The embedded `qk:` chunks it carries
  * are decoded at once (checked against their stream's `_meta`, as the page checks them) and kept
- * for later requests. Requests are answered one at a time through `post`, each in its own turn
- * (`schedule`), `top:` and `attn:` before tiles asked earlier, so the head view does not wait
- * behind a pan's queue of tiles (about a second each at 32768 tokens).
+ * for later requests. The queue works in turns (`schedule`), the next turn asked when the last
+ * is done, so requests that came in meanwhile are queued by then. A turn answers a `top:` or
+ * `attn:` request if one waits (before tiles asked earlier, so the head view does not wait behind
+ * a pan's queue of tiles), else computes the tile begun, or the next, for about `sliceMs` (at
+ * least one of its cell rows; `now` is the clock): a tile of 32768 tokens takes about a second,
+ * so a hovered cell's weights wait for one slice of it, not all of it. Each chunk is one message
+ * through `post`, its buffers transferred.
  */
-export function deriveQueue(post: (a: DeriveAnswer, transfer: ArrayBuffer[]) => void, schedule: (run: () => void) => void): (r: DeriveRequest) => void {
+export function deriveQueue(
+  post: (a: DeriveAnswer, transfer: ArrayBuffer[]) => void,
+  schedule: (run: () => void) => void,
+  sliceMs = SLICE_MS,
+  now: () => number = () => performance.now(),
+): (r: DeriveRequest) => void {
   const held = new Map<string, Promise<Chunk>>();
   const waiting: DeriveRequest[] = [];
+  const begun: Job[] = [];
   let busy = false;
-  const answer = async (r: DeriveRequest): Promise<void> => {
+  const fail = (r: DeriveRequest, err: unknown): void => post({ id: r.id, error: (err as Error).message }, []);
+  const begin = async (r: DeriveRequest): Promise<Job | null> => {
     try {
       const qks = await Promise.all(r.sources.map((k) => held.get(k) ?? Promise.reject(new Error(`the worker holds no ${k}`))));
       const bad = qks.find((c) => c.error);
       if (bad) throw new Error(`${bad.key}: ${bad.error ?? ""}`);
-      const chunk = deriveFromQk(r.key, qks, r.sm);
-      post({ id: r.id, chunk }, chunkBuffers(chunk));
+      return { r, steps: deriveStepsFromQk(r.key, qks, r.sm) };
     } catch (err) {
-      post({ id: r.id, error: (err as Error).message }, []);
+      fail(r, err);
+      return null;
+    }
+  };
+  const turn = async (): Promise<void> => {
+    const at = waiting.findIndex((r) => urgent(r.key));
+    let job = at < 0 ? begun.shift() : undefined;
+    if (!job) {
+      const [r] = waiting.splice(Math.max(0, at), 1);
+      job = r && ((await begin(r)) ?? undefined);
+    }
+    if (!job) return;
+    try {
+      const start = now();
+      let step = job.steps.next();
+      while (!step.done && now() - start < sliceMs) step = job.steps.next();
+      if (step.done) post({ id: job.r.id, chunk: step.value }, chunkBuffers(step.value));
+      else begun.unshift(job); // the first to go on
+    } catch (err) {
+      fail(job.r, err);
     }
   };
   const wake = (): void => {
-    if (busy || !waiting.length) return;
+    if (busy || !(waiting.length || begun.length)) return;
     busy = true;
-    // One request a turn, the next chosen after the last is answered: requests that came in
-    // while it was computed are queued by then.
     schedule(() => {
-      const at = waiting.findIndex((r) => urgent(r.key));
-      const [r] = waiting.splice(Math.max(0, at), 1);
-      void (r ? answer(r) : Promise.resolve()).then(() => {
+      void turn().then(() => {
         busy = false;
         wake();
       });

@@ -24,25 +24,44 @@ export const tileByte = (w: number): number => (w > 0 ? Math.max(1, Math.min(255
 
 /** The tile `key` names, from the `qk:` chunks of its heads (one, or every head for the mean). */
 export function tileFromQk(key: string, qks: Chunk[], sm: StreamMeta): Chunk {
+  return finish(tileStepsFromQk(key, qks, sm));
+}
+
+/**
+ * tileFromQk in steps: each `next()` computes one of the tile's cell rows (its sampled queries,
+ * every head) and yields its index; the last returns the chunk, the same bytes as tileFromQk's.
+ * The derive worker runs a few steps a turn, so a `top:` or `attn:` asked meanwhile does not wait
+ * for the whole tile (about a second at 32768 tokens).
+ */
+export function tileStepsFromQk(key: string, qks: Chunk[], sm: StreamMeta): Generator<number, Chunk, void> {
   const parts = qks.map(qkParts);
-  return tileFromRows(key, sm, parts.length, (h, query, w, score, masked) => rowWeights(parts[h] as QkParts, query, w, score, masked));
+  return tileRows(key, sm, parts.length, (h, query, w, score, masked) => rowWeights(parts[h] as QkParts, query, w, score, masked));
+}
+
+/** What a generator of steps returns, all its steps run. */
+function finish<T>(steps: Generator<unknown, T, void>): T {
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
 }
 
 /** The tile `key` names, from the `attn:` chunks of its heads (a page that keeps weights: one byte each). */
 export function tileFromAttn(key: string, attns: Chunk[], sm: StreamMeta): Chunk {
-  return tileFromRows(key, sm, attns.length, (h, query, w) => {
+  return finish(tileRows(key, sm, attns.length, (h, query, w) => {
     const c = attns[h] as Chunk;
     const weight = c.arrays.weight?.data, rowmax = c.arrays.rowmax?.data;
     if (!weight || !rowmax) throw new Error(`${c.key} has no weights`);
     const scale = (rowmax[query] as number) / 255;
     for (let j = 0; j < sm.k_len; j++) w[j] = (weight[query * sm.k_len + j] as number) * scale;
     return w;
-  });
+  }));
 }
 
 type RowOf = (head: number, query: number, out: Float64Array<ArrayBuffer>, score: Float64Array<ArrayBuffer>, masked: Uint8Array<ArrayBuffer>) => Float64Array;
 
-function tileFromRows(key: string, sm: StreamMeta, heads: number, rowOf: RowOf): Chunk {
+/** A tile from the weight rows `rowOf` gives, a cell row a step (it yields the row's index). */
+function* tileRows(key: string, sm: StreamMeta, heads: number, rowOf: RowOf): Generator<number, Chunk, void> {
   const place = parseTileKey(key, sm);
   if (!place) throw new Error(`${key} names no tile`);
   const parts = Array.from({ length: heads }, (_, h) => h);
@@ -69,6 +88,7 @@ function tileFromRows(key: string, sm: StreamMeta, heads: number, rowOf: RowOf):
         if (v > (pooled[at] as number)) pooled[at] = v;
       }
     }
+    yield i;
   }
   const tile = new Uint8Array(TILE * TILE);
   for (let i = 0; i < tile.length; i++) tile[i] = tileByte(pooled[i] as number);

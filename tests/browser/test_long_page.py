@@ -71,6 +71,13 @@ def exported(page: Any, long_page: Path) -> ExportedPage:
     return ExportedPage(page, long_page.as_uri()).open()
 
 
+# When the page received chunk `key` from its derive worker (its mark, js/derive_off_thread.ts).
+_ARRIVED = """(key) => performance.getEntriesByName("attnscope-derive-worker")
+    .find((m) => m.detail === key).startTime"""
+_SINCE = """(t0) => performance.getEntriesByName("attnscope-derive-worker")
+    .filter((m) => m.startTime >= t0).map((m) => m.detail)"""
+
+
 def ink(canvas: Any, rect: tuple[float, float, float, float], bg: list[int] | None) -> float:
     """Share of ``rect`` (CSS pixels) of ``canvas`` that is painted (not ``bg``)."""
     dpr = float(canvas.evaluate("(el) => el.width / el.getBoundingClientRect().width"))
@@ -181,10 +188,17 @@ def test_a_hovered_cells_weights_are_computed_in_the_derive_worker(exported: Exp
     canvas = exported.canvas("model")
     box = canvas.bounding_box()
     cell = (box["width"] - 34) / 4 - 2  # model_grid.ts: LABEL_W 34, four heads, GAP 2
+    hovered = float(exported.page.evaluate("() => performance.now()"))
     exported.page.mouse.move(box["x"] + 34 + (cell + 2) + cell / 2, box["y"] + 16 + cell / 2)
     preview = exported.page.locator('[data-testid="model-preview"]')
     expect(preview).to_have_attribute("data-source", "attn", timeout=120_000)
     expect(preview).to_contain_text("Layer 0 · head 1")
+    # Speed is measured, not asserted: the hover's attn: arrives from the worker after this long
+    # (it waits behind at most one slice of an overview tile, js/derive_request.ts).
+    arrived = float(exported.page.evaluate(_ARRIVED, "attn:self:0:1"))
+    since = exported.page.evaluate(_SINCE, hovered)
+    print(f"hover preview: attn: of {TOKENS} tokens from the worker {arrived - hovered:.0f} ms")
+    print(f"after the hover; the worker's answers since, in order: {since}")
     derived = derived_where(exported.page)
     assert ("worker", "attn:self:0:1") in derived, derived
     assert not [key for where, key in derived if where != "worker"], derived
