@@ -60,6 +60,10 @@ export interface LayerRows {
   rows(): TopRows | null;
   /** Changes whenever `rows()` does (for caches of what is computed from them). */
   signature(): string;
+  /** Changes with the layer shown (not as its rows arrive): `loaded` ranges are kept until it does. */
+  epoch(): string;
+  /** The query rows `[first, end)` in `rows()`, in the order they arrived (the whole layer once it is in). */
+  loaded(): readonly (readonly [number, number])[];
   /** The key and error of a chunk that failed, or null. */
   error(): { key: string; error: string } | null;
   /** Ask for the rows of `ranges` in other layers, for a switch to one (nothing waits on them). */
@@ -84,6 +88,7 @@ export function layerRows(data: DataSource, onChange: () => void): LayerRows {
   let whole: Chunk | null = null;
   let assembly: Assembly | null = null;
   let have = new Set<number>();
+  let arrived: [number, number][] = [];
   let asked = new Set<number>();
   /** Blocks a fetch ahead of need was refused (a page that holds only some): not asked ahead again. */
   let refused = new Set<number>();
@@ -114,6 +119,7 @@ export function layerRows(data: DataSource, onChange: () => void): LayerRows {
       a.rowmax.set((t.rowmax as Float32Array).subarray(from, from + rows), to);
     }
     have.add(first);
+    arrived.push([first, Math.min(queries, first + rows)]);
     rev++;
   }
 
@@ -148,7 +154,7 @@ export function layerRows(data: DataSource, onChange: () => void): LayerRows {
       stream = s; layer = l; queries = sm.q_len; heads = sm.num_heads; topK = sm.top_k;
       block = blockRowsOf(sm);
       whole = null; assembly = null; failed = null;
-      have = new Set(); asked = new Set(); refused = new Set();
+      have = new Set(); arrived = []; asked = new Set(); refused = new Set();
       generation++; rev++;
       if (!block) {
         const key = topKey(s, l);
@@ -182,6 +188,8 @@ export function layerRows(data: DataSource, onChange: () => void): LayerRows {
       return { index: a.index, weight: a.weight, rowmax: a.rowmax, queries, slots: a.slots, full: a.full };
     },
     signature: () => `${topKey(stream, layer)}#${rev}`,
+    epoch: () => `${topKey(stream, layer)}@${generation}`,
+    loaded: () => (block ? arrived : whole && !whole.error ? [[0, queries]] : []),
     error: () => failed,
     prefetchLayers(others, ranges) {
       const firsts = block ? blocksOf(ranges, block, queries) : [];

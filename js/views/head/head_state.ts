@@ -8,9 +8,10 @@ import { streamOf } from "../../tokens";
 import type { AppState, Chunk, StreamMeta, ViewContext } from "../../wire/types";
 import { h, widthOf, type Listeners } from "../common";
 import {
-  analyse, analysisControls, displayOf, offeredPseudo, pseudoColor, summedRows, type Analysed, type Display,
+  analysisControls, displayOf, offeredPseudo, pseudoColor, summedRows, type Analysed, type Display,
 } from "./head_analysis";
 import { layerRows, type LayerRows } from "./head_blocks";
+import { analyseKept, type Kept } from "./head_kept";
 import { headSwatches } from "./head_controls";
 import { emptyLines, headLayout, topRowsOf, type HeadLayout, type Hover, type Lines, type TopRows } from "./head_lines";
 import type { StepControl } from "./head_step";
@@ -81,7 +82,8 @@ export interface HeadView {
   display: Display;
   pseudo: Chunk | null;
   pseudoChunkKey: string;
-  analysed: { sig: string; value: Analysed } | null;
+  /** The analysed rows of the blocks in so far, kept between draws (head_kept.ts). */
+  analysed: Kept | null;
   /** Many heads on the log scale: each line's opacity is its strength to this power (head_scale.ts), set by each draw. */
   fade: number;
   /** The focused query's weight to each key (scratch, reused between draws). */
@@ -179,15 +181,14 @@ export function current(v: HeadView): Analysed | null {
   // Weighting asked for but the norms still on their way: draw nothing rather than raw weights.
   if (values === null) return null;
   const weighted = typeof values === "object";
-  const sig = [v.top.signature(), withPseudo ? pseudo?.key : "", s.words, s.hide_special, s.log_scale, keep.join(","), weighted ? `${s.stream}:${s.layer}` : ""].join("|");
-  if (v.analysed?.sig !== sig) {
-    v.analysed = { sig, value: analyse({
-      top: rows, heads: sm.num_heads,
-      pseudo: withPseudo && pseudo ? topRowsOf(pseudo, sm.q_len, sm.top_k) : null, pseudoHeads: offeredPseudo(sm).length,
-      display: v.display, hide: s.hide_special, log: s.log_scale, keep,
-      values: weighted ? values : null,
-    }) };
-  }
+  // The layer and switches, not which of its blocks are in: each block is analysed once (head_kept.ts).
+  const sig = [v.top.epoch(), withPseudo ? pseudo?.key : "", s.words, s.hide_special, s.log_scale, keep.join(","), weighted ? `${s.stream}:${s.layer}` : ""].join("|");
+  v.analysed = analyseKept(v.analysed, sig, v.top.signature(), {
+    top: rows, heads: sm.num_heads,
+    pseudo: withPseudo && pseudo ? topRowsOf(pseudo, sm.q_len, sm.top_k) : null, pseudoHeads: offeredPseudo(sm).length,
+    display: v.display, hide: s.hide_special, log: s.log_scale, keep,
+    values: weighted ? values : null,
+  }, v.top.loaded());
   return v.analysed.value;
 }
 

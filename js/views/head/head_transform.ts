@@ -19,9 +19,13 @@ export interface Rows {
   value: Float32Array;
 }
 
+/** Rows `decodeTop` has decoded since the page opened (tests count them: a draw decodes only the rows new to it). */
+export const decoded = { rows: 0 };
+
 /** A `top:`-format chunk's rows as weights (`w = byte / 255 * rowmax`). */
 export function decodeTop(top: TopRows, heads: number, keys: number): Rows {
   const { queries, slots } = top;
+  decoded.rows += heads * queries;
   const value = new Float32Array(heads * queries * slots);
   for (let r = 0; r < heads * queries; r++) {
     const scale = (top.rowmax[r] as number) / 255;
