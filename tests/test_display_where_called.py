@@ -83,7 +83,7 @@ def all_widgets(cell: Any) -> int:
 
 
 def note_of(output: Any) -> str | None:
-    """The HTML of an offline note (the hidden output after each widget), or None."""
+    """The HTML of an offline note (the hidden output after a cell's first widget), or None."""
     data = output.get("data", {})
     if list(data) != ["text/html"] or NOTE_CLASS not in data["text/html"]:
         return None
@@ -94,7 +94,7 @@ def rich_outputs(cell: Any, ours: set[str]) -> int:
     """Displayed outputs, other widgets (progress bars) left out: ours, or a stray repr.
 
     An output emptied after it was shown (a finished progress bar) shows nothing; the
-    hidden note after each widget is counted by :func:`notes_follow_widgets`.
+    hidden note after a cell's first widget is counted by :func:`notes_follow_widgets`.
     """
     return sum(
         o.output_type in {"display_data", "execute_result"}
@@ -106,13 +106,16 @@ def rich_outputs(cell: Any, ours: set[str]) -> int:
 
 
 def notes_follow_widgets(cell: Any, ours: set[str]) -> bool:
-    """Whether each of our widget outputs is followed at once by the note naming it."""
+    """Whether the cell's first widget output of ours is followed at once by the note naming
+    it, and the cell holds no other note (one a cell: JupyterLab shows 50 outputs a cell)."""
     outputs = list(cell.outputs)
     notes = [note_of(o) for o in outputs]
     shown = [(i, widget_id(o)) for i, o in enumerate(outputs) if widget_id(o) in ours]
-    return len([n for n in notes if n is not None]) == len(shown) and all(
-        i + 1 < len(outputs) and f'"{model}"' in (notes[i + 1] or "") for i, model in shown
-    )
+    count = len([n for n in notes if n is not None])
+    if not shown:
+        return count == 0
+    i, model = shown[0]
+    return count == 1 and i + 1 < len(outputs) and f'"{model}"' in (notes[i + 1] or "")
 
 
 def test_each_call_shows_one_widget_where_it_is_called(tmp_path: Path) -> None:

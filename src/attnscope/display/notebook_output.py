@@ -19,7 +19,7 @@ from attnscope.display.lifetime import close_when_cell_reruns
 from attnscope.display.offline_note import offline_note_bundle
 from attnscope.display.selection_rules import SelectionRules
 from attnscope.display.snapshot import saved_chunks, snapshot_bundle
-from attnscope.display.where_called import kernel_shell, shown_this_cell
+from attnscope.display.where_called import first_note_of_cell, kernel_shell, shown_this_cell
 
 SAVED_FOLLOWS = (
     "view", "stream", "layer", "head", "query", "pseudo_heads", "rank_by",
@@ -87,9 +87,11 @@ class NotebookOutput(SelectionRules):
             else:
                 display(data, metadata=metadata, raw=True)  # type: ignore[no-untyped-call]
             # nbconvert's page draws the output above only through the widget manager it
-            # fetches online: this hidden note says why the page is blank when it cannot.
-            display(offline_note_bundle(self.model_id), raw=True)  # type: ignore[no-untyped-call]
-            close_when_cell_reruns(self, kernel_shell())
+            # fetches online: this hidden note (once a cell) says why it is blank when it cannot.
+            shell = kernel_shell()
+            if first_note_of_cell(shell):
+                display(offline_note_bundle(self.model_id), raw=True)  # type: ignore[no-untyped-call]
+            close_when_cell_reruns(self, shell)
 
     # -- what a notebook saves ---------------------------------------------------------
     @t.observe(*SAVED_FOLLOWS)

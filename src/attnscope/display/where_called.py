@@ -73,8 +73,31 @@ def shown_this_cell(widget: Any) -> bool:
         return False
 
 
+def first_note_of_cell(shell: Any) -> bool:
+    """Whether the running cell has not shown an offline note yet; records that it now has.
+
+    One note a cell is enough to explain a blank page, and JupyterLab shows a cell's
+    first 50 outputs only: a note per widget would hide the widgets past 25.
+
+    Examples
+    --------
+    >>> first_note_of_cell(None)  # no kernel: no cell
+    False
+    """
+    if shell is None or _noted:
+        return False
+    _forget_at_next_cell(shell)
+    _noted.add("cell")
+    return True
+
+
+_noted: set[str] = set()
+"""``{"cell"}`` once the running cell showed an offline note (:func:`first_note_of_cell`)."""
+
+
 def _forget(*_args: Any) -> None:
     _shown.clear()
+    _noted.clear()
 
 
 def _forget_at_next_cell(shell: Any) -> None:
