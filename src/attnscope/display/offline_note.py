@@ -1,4 +1,4 @@
-"""The note after each widget output: why a kernel-less page shows no view, and what to do.
+"""The note after a cell's first widget: why a kernel-less page shows no view, and what to do.
 
 ``jupyter nbconvert --execute --to html`` stores the widgets' state, and its page
 then renders each widget through the Jupyter widget manager, which it fetches
@@ -6,7 +6,9 @@ from a CDN (require.js, ``@jupyter-widgets/html-manager``); the output's
 ``text/html`` snapshot is not used. Opened offline, nothing loads and the
 output is blank. The widget's own output cannot say so (nbconvert renders only
 its widget view), so :func:`offline_note_bundle` is a second, small output
-shown after it: hidden, with a script that unhides it only on such a page
+shown after a cell's first widget (once a cell:
+:func:`~attnscope.display.where_called.first_note_of_cell`): hidden, with a
+script that unhides it only on such a page
 (saved widget state in the page, this widget rendered as a widget view, and
 the manager's loader missing or failed). In a live notebook the script keeps
 it hidden; where scripts are stripped (an untrusted notebook in JupyterLab)
