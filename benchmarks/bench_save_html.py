@@ -21,6 +21,7 @@ encoder; "rest" is packing, compression and writing. Prints a markdown table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import platform
 import statistics
@@ -205,7 +206,7 @@ def main() -> None:
     for name in args.cases.split(","):
         shape = SHAPES[name]
         if args.repeats:
-            shape = Shape(shape.layers, shape.heads, shape.width, shape.tokens, args.repeats)
+            shape = dataclasses.replace(shape, repeats=args.repeats)
         print("| " + " | ".join(run_shape(name, shape)) + " |", flush=True)
     if args.floor:
         shape = SHAPES["12x12"]

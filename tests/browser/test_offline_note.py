@@ -127,6 +127,20 @@ def note_box(output: Any) -> dict[str, float]:
     )
 
 
+def run_live(host: JupyterPage, server: JupyterServer, name: str) -> tuple[Any, dict[str, Any]]:
+    """Run :data:`CELLS` live in ``host``; the widget cell's output, its note hidden and 0 px."""
+    write_notebook(server.notebook_path(name), CELLS)
+    host.open(name)
+    host.run_all()
+    output = host.cell_output(1)
+    wait_for_widget(output, root=HEAD)
+    assert not output.locator(NOTE).is_visible()
+    box = note_box(output)
+    assert box["hidden"] == 1
+    assert box["row"] <= 1, f"the hidden note's output takes {box['row']} px"
+    return output, box
+
+
 @pytest.mark.jupyter
 def test_in_jupyterlab_the_note_is_invisible_and_takes_no_room(
     lab: JupyterPage,
@@ -134,16 +148,8 @@ def test_in_jupyterlab_the_note_is_invisible_and_takes_no_room(
     converted: tuple[Any, Path],
     screenshots: Screenshots,
 ) -> None:
-    write_notebook(jupyter_server.notebook_path("note_live.ipynb"), CELLS)
-    lab.open("note_live.ipynb")
-    lab.run_all()
-    output = lab.cell_output(1)
-    wait_for_widget(output, root=HEAD)
+    output, live = run_live(lab, jupyter_server, "note_live.ipynb")
     assert output.locator(NOTE).count() == 1
-    assert not output.locator(NOTE).is_visible()
-    live = note_box(output)
-    assert live["hidden"] == 1
-    assert live["row"] <= 1, f"the hidden note's output takes {live['row']} px"
     if screenshots.enabled:
         screenshots.take("jupyterlab-note-live", output)
 
@@ -167,12 +173,4 @@ def test_in_jupyterlab_the_note_is_invisible_and_takes_no_room(
 def test_in_notebook7_the_note_is_invisible_and_takes_no_room(
     nb7: JupyterPage, jupyter_server: JupyterServer
 ) -> None:
-    write_notebook(jupyter_server.notebook_path("note_nb7.ipynb"), CELLS)
-    nb7.open("note_nb7.ipynb")
-    nb7.run_all()
-    output = nb7.cell_output(1)
-    wait_for_widget(output, root=HEAD)
-    assert not output.locator(NOTE).is_visible()
-    box = note_box(output)
-    assert box["hidden"] == 1
-    assert box["row"] <= 1, f"the hidden note's output takes {box['row']} px"
+    run_live(nb7, jupyter_server, "note_nb7.ipynb")

@@ -319,7 +319,7 @@ class LayerStatistics:
             name: np.zeros(stream.num_heads) for name in PATTERNS
         }
         self._patterns: (
-            tuple[tuple[int, int], dict[PatternKind, tuple[Tensor, Tensor | None]]] | None
+            tuple[tuple[int, int], dict[PatternKind, tuple[Tensor | None, Tensor | None]]] | None
         ) = None
 
     @property
@@ -378,11 +378,11 @@ class LayerStatistics:
         if self._repeats:
             flat = weights.reshape(len(heads), -1)
             for name, (pattern, spots) in self._pattern_rows(rows, width).items():
-                found = (
-                    flat.mv(pattern.reshape(-1))
-                    if spots is None
-                    else flat.index_select(1, spots).sum(dim=1)
-                )
+                if spots is not None:
+                    found = flat.index_select(1, spots).sum(dim=1)
+                else:
+                    assert pattern is not None
+                    found = flat.mv(pattern.reshape(-1))
                 self.pattern_sums[name][heads] += found.numpy()
 
     def _visible_keys(
@@ -412,25 +412,26 @@ class LayerStatistics:
 
     def _pattern_rows(
         self, rows: slice, width: int
-    ) -> dict[PatternKind, tuple[Tensor, Tensor | None]]:
+    ) -> dict[PatternKind, tuple[Tensor | None, Tensor | None]]:
         """The repeat patterns of query ``rows`` for keys ``0 .. width``, made once a block.
 
-        Each as float32 ``(len(rows), width)`` and, when it marks at most
-        1 / :data:`GATHER_SHARE` of its entries, their flat positions (else None).
+        Each as ``(dense, spots)``: when it marks at most 1 / :data:`GATHER_SHARE`
+        of its entries, their flat positions (dense None); else float32
+        ``(len(rows), width)`` (spots None).
         """
         import torch
 
         if self._patterns is None or self._patterns[0] != (rows.start, width):
             assert self.sets.codes is not None
             codes = self.sets.codes
-            made = {}
+            made: dict[PatternKind, tuple[Tensor | None, Tensor | None]] = {}
             for name in PATTERNS:
                 marked = pattern_rows(codes, rows, name)[:, :width]
                 spots = np.flatnonzero(marked)
-                made[name] = (
-                    torch.from_numpy(np.ascontiguousarray(marked, np.float32)),
-                    torch.from_numpy(spots) if len(spots) * GATHER_SHARE <= marked.size else None,
-                )
+                if len(spots) * GATHER_SHARE <= marked.size:  # gathered: no dense copy needed
+                    made[name] = (None, torch.from_numpy(spots))
+                else:
+                    made[name] = (torch.from_numpy(np.ascontiguousarray(marked, np.float32)), None)
             self._patterns = ((rows.start, width), made)
         return self._patterns[1]
 
