@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -24,6 +25,18 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _api_answers(url: str, server: subprocess.Popen[bytes], timeout_s: float = 60) -> bool:
+    """True once ``url`` answers 200; False if the server ends or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                return bool(answer.status == 200)
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.2)  # polls the port until the server's listen has run
+    return False
 
 
 def test_make_lab_takes_arguments_runs_as_root_and_prints_no_yarn_wall(tmp_path: Path) -> None:
@@ -49,8 +62,9 @@ def test_make_lab_takes_arguments_runs_as_root_and_prints_no_yarn_wall(tmp_path:
         text = log.read_text()
         assert url.search(text), f"make lab did not start the server:\n{text[-3000:]}"
         command, printed = text.split("\n[", 1)  # make's echo of the recipe, then the server's
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api?token=attnscope") as answer:
-            assert answer.status == 200
+        # The server prints its URL before it binds the port (the bind runs on its event
+        # loop): ask until it answers.
+        assert _api_answers(f"http://127.0.0.1:{port}/api?token=attnscope", make), text[-3000:]
         if os.getuid() == 0:
             assert "--allow-root" in command
         assert "Fail to get yarn configuration" not in printed

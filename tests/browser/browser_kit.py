@@ -52,6 +52,13 @@ def is_local_url(url: str) -> bool:
     return parts.scheme in {"http", "https", "ws", "wss"} and parts.hostname in LOCAL_HOSTS
 
 
+def _with_origin(error: Any) -> str:
+    """An uncaught exception's message and the first two frames of its stack (where it rose)."""
+    stack = str(getattr(error, "stack", "") or "")
+    frames = [line.strip() for line in stack.splitlines() if line.strip().startswith("at ")]
+    return f"{error} [{' < '.join(frames[:2])}]" if frames else str(error)
+
+
 @dataclass
 class PageWatch:
     """What a page did wrong: console errors, uncaught exceptions, blocked requests.
@@ -68,7 +75,7 @@ class PageWatch:
     def attach(self, page: Any) -> None:
         """Start recording on ``page``."""
         page.on("console", self._on_console)
-        page.on("pageerror", lambda exc: self.page_errors.append(str(exc)))
+        page.on("pageerror", lambda exc: self.page_errors.append(_with_origin(exc)))
 
     def _on_console(self, message: Any) -> None:
         if message.type == "error":

@@ -152,8 +152,14 @@ class JupyterPage:
     def set_theme(self, theme: str, *, timeout_ms: float = 30_000) -> None:
         """Switch the application theme (e.g. ``"JupyterLab Dark"``) and wait until applied."""
         self.command("apputils:change-theme", {"theme": theme}, timeout_ms=timeout_ms)
+        # The theme's splash removes itself on a 200 ms timer that does not check it is still
+        # there: a second switch inside that time makes JupyterLab throw ("removeChild ... not
+        # a child"). Done means applied and the splash gone.
         self.page.wait_for_function(
-            "(theme) => document.body.dataset.jpThemeName === theme", arg=theme, timeout=timeout_ms
+            "(theme) => document.body.dataset.jpThemeName === theme"
+            " && !document.getElementById('jupyterlab-splash')",
+            arg=theme,
+            timeout=timeout_ms,
         )
 
 

@@ -79,7 +79,8 @@ def test_console_errors_and_exceptions_are_collected(browser: Any, tmp_path: Pat
         "errors.html",
         """<!doctype html><script>
         console.log("fine"); console.warn("also fine"); console.error("broken thing");
-        setTimeout(() => { throw new Error("boom"); });
+        function explodeLater() { throw new Error("boom"); }
+        setTimeout(explodeLater);
         </script>""",
     )
     context, page, watch = new_watched_page(browser)
@@ -91,6 +92,8 @@ def test_console_errors_and_exceptions_are_collected(browser: Any, tmp_path: Pat
         context.close()
     assert watch.console_errors == [f"broken thing ({url})"]
     assert any("boom" in e for e in watch.page_errors)
+    # Where it rose is kept, so a flaky exception in CI names its function.
+    assert any("explodeLater" in e for e in watch.page_errors), watch.page_errors
     watch.allowed.append("broken thing")
     assert [p for p in watch.problems() if "console error" in p] == []
 
