@@ -35,7 +35,9 @@ def trace(minilm_path: Any) -> attnscope.AttentionTrace:
     return attnscope.capture(model, text, tokenizer=tokenizer, max_tokens=TOKENS)
 
 
-def _page(trace: attnscope.AttentionTrace, **kwargs: Any) -> tuple[dict[str, Any], list[str]]:
+def _page(
+    trace: attnscope.AttentionTrace | attnscope.AttentionWidget, **kwargs: Any
+) -> tuple[dict[str, Any], list[str]]:
     page = page_html(trace, **kwargs)
     found = {
         name: json.loads(m)
@@ -71,12 +73,14 @@ def test_a_roomy_budget_keeps_every_key(trace: attnscope.AttentionTrace) -> None
     assert not any("strongest" in n or "left out" in n for n in notes)
 
 
+@pytest.mark.parametrize("source", ["trace", "widget"])
 def test_a_page_that_keeps_fewer_keys_asks_for_only_those(
-    trace: attnscope.AttentionTrace, monkeypatch: pytest.MonkeyPatch
+    trace: attnscope.AttentionTrace, monkeypatch: pytest.MonkeyPatch, source: str
 ) -> None:
     # Once the first layer's chunk shows that every layer would not fit, the page asks for
     # the kept keys alone (faster than cutting the widget's 64): the same keys and bytes.
-    from attnscope.encode import embed
+    # A widget's page (its own encoder: segments=, a scan's statistics) asks the same way.
+    from attnscope.encode import chunks as chunk_module
     from attnscope.encode.chunks import top_arrays
 
     asked: list[int | None] = []
@@ -85,13 +89,16 @@ def test_a_page_that_keeps_fewer_keys_asks_for_only_those(
         asked.append(top_k)
         return top_arrays(stream, position, first_row, top_k)
 
-    monkeypatch.setattr(embed, "top_arrays", spied)
-    chunks, _ = _page(trace, max_bytes=4_000_000)
+    monkeypatch.setattr(chunk_module, "top_arrays", spied)
+    shown = trace if source == "trace" else attnscope.AttentionWidget(trace)
+    chunks, _ = _page(shown, max_bytes=4_000_000)
     slots = {c["arrays"][0]["shape"][-1] for k, c in chunks.items() if k.startswith("top:")}
     assert len(slots) == 1
     kept = slots.pop()
     assert kept < 64
-    assert asked == [kept] * 31  # every layer's chunk but the first, which measured them
+    # Every layer's chunk but the first, which measured them (and a widget's first view).
+    assert asked.count(kept) == 31, asked
+    assert set(asked) <= {kept, None}, asked
     stream = trace.streams["self"]
     for position in (1, 17, 31):
         fewer = dict(top_arrays(stream, position, None, kept))

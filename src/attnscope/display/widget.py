@@ -355,9 +355,11 @@ class AttentionWidget(NotebookOutput):
         """The chunks this widget has encoded (for the browser, or for its snapshot)."""
         return self._cache
 
-    def _page_encode(self, trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
+    def _page_encode(
+        self, trace: AttentionTrace, key: ChunkKey, *, top_k: int | None = None
+    ) -> list[NamedArray]:
         # What an exported page of this widget embeds (page_html looks for this).
-        return self._cache.page_encode(trace, key)
+        return self._cache.page_encode(trace, key, top_k=top_k)
 
     def _page_keys(self, views: Sequence[str]) -> list[str]:
         # The parts' chunks a page holds besides the trace's (page_html looks for this).

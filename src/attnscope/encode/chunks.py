@@ -168,8 +168,13 @@ def _check_first_row(first_row: int, name: str, q_len: int) -> None:
         )
 
 
-def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
+def encode_chunk(
+    trace: AttentionTrace, key: ChunkKey, *, top_k: int | None = None
+) -> list[NamedArray]:
     """Encode the chunk ``key`` names as named arrays (see ``docs/protocol.md``).
+
+    ``top_k``: keys per query of a ``top:`` chunk when fewer than the stream's
+    (:func:`top_arrays`; a page that keeps fewer asks for them); other kinds ignore it.
 
     Examples
     --------
@@ -201,7 +206,7 @@ def encode_chunk(trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
     if key.kind == "pseudo":
         return pseudo_arrays(stream, key.layer, stream_top_k(stream))
     if key.kind == "top":
-        return top_arrays(stream, key.layer, key.first_row)
+        return top_arrays(stream, key.layer, key.first_row, top_k)
     if key.kind == "image":
         return image_arrays(trace, stream, key.layer)
     if key.kind == "vnorm":
@@ -285,8 +290,17 @@ class ChunkCache:
         self.nbytes = 0
         self._items: OrderedDict[str, list[NamedArray]] = OrderedDict()
 
-    def encode(self, trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
-        """Return the chunk's arrays, from the cache when it holds them."""
+    def encode(
+        self, trace: AttentionTrace, key: ChunkKey, *, top_k: int | None = None
+    ) -> list[NamedArray]:
+        """Return the chunk's arrays, from the cache when it holds them.
+
+        With ``top_k`` a ``top:`` chunk the cache does not hold is made with
+        that many keys a row and not kept (the cache holds what the widget sends);
+        one it holds is returned whole, its first ``top_k`` keys being the same.
+        """
+        if top_k is not None and key.kind == "top" and key.key not in self._items:
+            return encode_chunk(trace, key, top_k=top_k)
         return self.get(key.key, lambda: encode_chunk(trace, key))
 
     def get(self, key: str, make: Callable[[], list[NamedArray]]) -> list[NamedArray]:

@@ -76,26 +76,34 @@ class ChunkDispatcher(ChunkCache):
         self.compared = compared
         """A comparison's side chunks, or None."""
 
-    def encode(self, trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
-        """The chunk's arrays: a part's own kind, the trace's, extra statistics after its own."""
+    def encode(
+        self, trace: AttentionTrace, key: ChunkKey, *, top_k: int | None = None
+    ) -> list[NamedArray]:
+        """The chunk's arrays: a part's own kind, the trace's, extra statistics after its own.
+
+        ``top_k`` as in :meth:`ChunkCache.encode` (a part's own kinds ignore it).
+        """
         serve = self.served.get(key.kind)
         if serve is not None:
             return self.get(key.key, lambda: serve(key))
         stats = self.stats
         if stats is None or key.kind != "stats" or key.stream != stats[0]:
-            return super().encode(trace, key)
+            return super().encode(trace, key, top_k=top_k)
         return self.get(key.key, lambda: [*encode_chunk(trace, key), *stats[1]])
 
-    def page_encode(self, trace: AttentionTrace, key: ChunkKey) -> list[NamedArray]:
+    def page_encode(
+        self, trace: AttentionTrace, key: ChunkKey, *, top_k: int | None = None
+    ) -> list[NamedArray]:
         """A chunk for an exported page: a part's through the cache, the trace's own afresh.
 
         A page embeds many chunks once; only those the parts serve or extend
         (``segments:``, a scan's ``stats:``) are kept, as the live widget serves them.
+        ``top_k``: keys a row of a ``top:`` chunk (:func:`encode_chunk`).
         """
         stats = self.stats
         if key.kind in self.served or (stats is not None and key.kind == "stats"):
             return self.encode(trace, key)
-        return encode_chunk(trace, key)
+        return encode_chunk(trace, key, top_k=top_k)
 
     def encode_raw(self, trace: AttentionTrace, raw: object) -> list[NamedArray]:
         """Serve a key as the browser sent it; raise ValueError for one it cannot serve.

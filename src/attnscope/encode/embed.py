@@ -9,12 +9,12 @@ more than :data:`HEAD_SHARE` of it, and says in notes what was left out
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from attnscope._progress import progress
 from attnscope.encode.arrays import NamedArray
-from attnscope.encode.chunks import encode_chunk, parse_key, top_arrays
+from attnscope.encode.chunks import encode_chunk, parse_key
 from attnscope.encode.comparison import ComparisonChunks
 from attnscope.encode.from_logits import layer_top_keys
 from attnscope.encode.keys import ChunkKey, bare_key, kind_of, read_key, split_side
@@ -25,8 +25,18 @@ from attnscope.encode.selection import VIEWS, ViewName
 from attnscope.errors import AttnscopeError
 from attnscope.trace import AttentionTrace
 
-Encoder = Callable[[AttentionTrace, ChunkKey], list[NamedArray]]
-"""Makes a chunk's arrays: :func:`~attnscope.encode.chunks.encode_chunk` or a cache's ``encode``."""
+
+class Encoder(Protocol):
+    """Makes a chunk's arrays: :func:`~attnscope.encode.chunks.encode_chunk` or a cache's."""
+
+    def __call__(
+        self, trace: AttentionTrace, key: ChunkKey, *, top_k: int | None = None
+    ) -> list[NamedArray]:
+        """The arrays of ``key``'s chunk.
+
+        ``top_k`` asks a ``top:`` chunk for that many keys a row (a page that keeps
+        fewer than the widget sends); an encoder may return more (the page cuts them).
+        """
 
 
 def embed_chunks(
@@ -113,15 +123,8 @@ def _embed(
                 arrays = compared.encode(key)
             else:
                 parsed = parse_key(key, trace)
-                if key in made:
-                    arrays = made.pop(key)
-                elif slots is not None and parsed.kind == "top" and encode is encode_chunk:
-                    # The page keeps `slots` keys a row: ask for those, not the widget's many.
-                    stream = trace.streams[parsed.stream]
-                    assert parsed.layer is not None
-                    arrays = top_arrays(stream, parsed.layer, parsed.first_row, slots)
-                else:
-                    arrays = encode(trace, parsed)
+                # The page keeps `slots` keys a row: it asks for those, not the widget's many.
+                arrays = made.pop(key) if key in made else encode(trace, parsed, top_k=slots)
                 if parsed.kind == "qk" and parsed.stream in derived:
                     arrays = [*arrays, ("rowmax", _row_maxima(trace, parsed, rowmax))]
             if slots is not None and _kind(key) in ("top", "pseudo"):
