@@ -151,7 +151,7 @@ export function renderApp({ meta, store, data, el }: AppOptions): Cleanup {
     if (tag === "SELECT" || tag === "INPUT" || tag === "TEXTAREA" || e.altKey || e.ctrlKey || e.metaKey) return;
     const s = store.get();
     const sm = streamOf(meta, s.stream);
-    const qNow = s.query ?? defaultQuery(querySide(meta, sm));
+    const qNow = s.query ?? defaultQuery(querySide(meta, sm), sm);
     let patch: Partial<AppState> | null = null;
     switch (e.key) {
       case "ArrowDown": patch = { query: Math.min(sm.q_len - 1, s.query == null ? qNow : qNow + 1) }; break;

@@ -36,9 +36,18 @@ export function streamOf(meta: Meta, stream: string): StreamMeta {
 export function querySide(meta: Meta, s: StreamMeta): Side { return side(meta, s.query_side, s.q_len); }
 export function keySide(meta: Meta, s: StreamMeta): Side { return side(meta, s.key_side, s.k_len); }
 
-/** The first query token that is neither special nor padding (0 when all are). */
-export function defaultQuery(sideQ: Side): number {
-  return Math.max(0, sideQ.kinds.indexOf("token"));
+/**
+ * The query a view opens on when none is chosen: an ordinary token (neither special nor padding).
+ * In a causal stream (`causal`: no query sees a later key) the last one, which sees the whole
+ * input and is the one the model predicts from; elsewhere (bidirectional, cross-attention, a
+ * page without the field) the first. When every token is special or padding: the last row of
+ * a causal stream, else 0.
+ */
+export function defaultQuery(sideQ: Side, sm: Pick<StreamMeta, "causal">): number {
+  const { kinds } = sideQ;
+  if (sm.causal !== true) return Math.max(0, kinds.indexOf("token"));
+  const last = kinds.lastIndexOf("token");
+  return last >= 0 ? last : Math.max(0, kinds.length - 1);
 }
 
 /** CSS class suffixes for a token row. */

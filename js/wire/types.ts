@@ -35,6 +35,8 @@ export interface StreamMeta {
   has_mask?: boolean;
   has_softcap?: boolean;
   has_sinks?: boolean;
+  /** No query sees a later key (causal or sliding-window causal self-attention, from the mask rule): the last ordinary query sees the most of the input and the views open on it. False or absent (bidirectional, cross-attention, weights with no mask rule, older pages): they open on the first. */
+  causal?: boolean;
   thumb_rows: number;
   thumb_cols: number;
   top_k: number;

@@ -240,6 +240,20 @@ describe("the app on a comparison", () => {
     expect(ctx.root.querySelector<HTMLSelectElement>('[data-testid="grid-order"]')!.value).toBe("divergence");
   });
 
+  it("opens the neuron view of A − B on the default query and says so to the store", async () => {
+    for (const [causal, expected] of [[true, 4], [false, 1], [undefined, 1]] as const) {
+      const { f, meta } = comparison(); // [CLS] tok1 .. tok4 [PAD]
+      meta.streams.self = { ...meta.streams.self!, causal };
+      const ctx = viewContext(f, { compare_side: "diff", view: "neuron" });
+      const cleanup = renderApp({ meta, store: ctx.store, data: ctx.data, el: ctx.root });
+      const view = (): HTMLElement | null => ctx.root.querySelector<HTMLElement>('[data-testid="compare-neuron-view"]');
+      await until(() => view()?.dataset.ready === "true");
+      expect(ctx.root.querySelector('[data-testid="neuron-info"]')!.textContent).toContain(`(#${expected})`);
+      expect(ctx.store.get().query).toBe(expected);
+      cleanup();
+    }
+  });
+
   it("sets A's and B's q·k side by side in the neuron view of A − B", async () => {
     const { f, fa, fb, meta } = comparison();
     const ctx = viewContext(f, { compare_side: "diff", view: "neuron", query: 2 });

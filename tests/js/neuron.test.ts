@@ -48,10 +48,50 @@ describe("neuron view", () => {
   });
 
   it("defaults to the first non-special query and shows the kv head under GQA", async () => {
-    const { view } = await setup({ heads: 4, kvHeads: 2 }, { head: 1 });
+    const { view, ctx } = await setup({ heads: 4, kvHeads: 2 }, { head: 1 });
     const info = view.querySelector('[data-testid="neuron-info"]')!.textContent!;
     expect(info).toContain("(#1)");
     expect(info).toContain("kv head 0");
+    expect(ctx.store.get().query).toBe(1); // the store (and w.query) says the query shown
+  });
+
+  it("opens a causal stream on its last ordinary query, and says so to the store", async () => {
+    const f = makeFixture(); // [CLS] tok1 .. tok4 [PAD]
+    f.meta.streams.self!.causal = true;
+    const ctx = viewContext(f, { view: "neuron" });
+    renderNeuronView(ctx);
+    const view = ctx.root.querySelector<HTMLElement>('[data-testid="neuron-view"]')!;
+    await until(() => view.dataset.ready === "true");
+    expect(view.querySelector('[data-testid="neuron-info"]')!.textContent).toContain("query “tok4” (#4)");
+    expect(view.querySelector<HTMLInputElement>('[data-testid="neuron-query"]')!.value).toBe("4");
+    expect(ctx.store.get().query).toBe(4);
+  });
+
+  it("says the query it shows again when a stream switch or the kernel clears it", async () => {
+    const f = makeFixture({ target: 3 }); // self: [CLS] tok1 .. tok4 [PAD]; cross: out0 .. out2
+    f.meta.streams.self!.causal = true;
+    const ctx = viewContext(f, { view: "neuron" });
+    renderNeuronView(ctx);
+    const view = ctx.root.querySelector<HTMLElement>('[data-testid="neuron-view"]')!;
+    await until(() => view.dataset.ready === "true");
+    expect(ctx.store.get().query).toBe(4);
+    ctx.store.set({ stream: "cross", query: null }); // app.ts's clamp clears a query whose side changes
+    expect(ctx.store.get().query).toBe(0); // cross-attention: the first target token
+    await until(() => view.querySelector('[data-testid="neuron-info"]')!.textContent!.includes("query “out0” (#0)"));
+    ctx.store.set({ stream: "self" });
+    ctx.store.set({ query: null });
+    expect(ctx.store.get().query).toBe(4);
+  });
+
+  it("keeps a chosen query in a causal stream", async () => {
+    const f = makeFixture();
+    f.meta.streams.self!.causal = true;
+    const ctx = viewContext(f, { view: "neuron", query: 2 });
+    renderNeuronView(ctx);
+    const view = ctx.root.querySelector<HTMLElement>('[data-testid="neuron-view"]')!;
+    await until(() => view.dataset.ready === "true");
+    expect(view.querySelector('[data-testid="neuron-info"]')!.textContent).toContain("(#2)");
+    expect(ctx.store.get().query).toBe(2);
   });
 
   it("shows bias per key and takes the query from its input", async () => {

@@ -58,11 +58,15 @@ describe("widget glue", () => {
 
   it("keyboard: arrows move the query, ] changes layer, →/← change head in the neuron view", async () => {
     const { model, el } = mountWith({ view: "neuron" });
+    await until(() => ready(el, "neuron-view"));
     const root = el.querySelector<HTMLElement>('[data-testid="attnscope-root"]')!;
     expect(root.tabIndex).toBe(0);
     const key = (k: string) => root.dispatchEvent(new KeyboardEvent("keydown", { key: k, bubbles: true }));
+    expect(model.get("query")).toBe(1); // the neuron view says the query it shows: the first non-special token
     key("ArrowDown");
-    expect(model.get("query")).toBe(1); // first non-special token
+    expect(model.get("query")).toBe(2);
+    key("ArrowUp");
+    expect(model.get("query")).toBe(1);
     key("ArrowDown");
     expect(model.get("query")).toBe(2);
     key("]");
@@ -71,6 +75,22 @@ describe("widget glue", () => {
     expect(model.get("head")).toBe(1);
     key("ArrowLeft");
     expect(model.get("head")).toBe(0);
+  });
+
+  it("keyboard: with no query, ↓ starts at the stream's default one (a causal stream's last ordinary token)", async () => {
+    for (const [causal, expected] of [[true, 4], [false, 1]] as const) {
+      const f = makeFixture({ layers: 2, heads: 3 }); // [CLS] tok1 .. tok4 [PAD]
+      f.meta.streams.self!.causal = causal;
+      const model = mockModel(f, { view: "model" });
+      const el = document.createElement("div");
+      document.body.append(el);
+      const cleanup = widget.render({ model, el });
+      await until(() => ready(el, "model-view"));
+      expect(model.get("query")).toBeNull(); // the model view shows no query
+      el.querySelector<HTMLElement>('[data-testid="attnscope-root"]')!.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowDown", bubbles: true }));
+      expect(model.get("query")).toBe(expected);
+      cleanup?.();
+    }
   });
 
   it("theme trait sets data-theme on the root", async () => {

@@ -11,12 +11,14 @@ import { headPicker } from "../neuron/neuron_controls";
 import { drawCompareNeuron } from "./compare_neuron_draw";
 import { bindCompareNeuronEvents, followStore } from "./compare_neuron_events";
 import { loadCompareNeuron } from "./compare_neuron_load";
-import { compareNeuronState, type CompareNeuronDom } from "./compare_neuron_state";
+import { compareNeuronState, queryIdx, stream, type CompareNeuronDom } from "./compare_neuron_state";
 
 export function renderCompareNeuron(ctx: ViewContext): Cleanup {
   const L = listeners();
   const dom = mountCompareNeuronDom(ctx, L);
   const v = compareNeuronState(ctx, dom);
+  // No query chosen: the view explains the default one; say so to the store (and so to w.query).
+  if (ctx.store.get().query == null && !ctx.meta.neuron_unavailable && stream(v).head_dim != null) ctx.store.set({ query: queryIdx(v) });
   const sched = scheduler(() => drawCompareNeuron(v));
   v.redraw = () => sched.request();
   bindCompareNeuronEvents(v, L);

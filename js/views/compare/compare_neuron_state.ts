@@ -70,7 +70,7 @@ export const sides = (v: CompareNeuronView): { sideQ: Side; sideK: Side } =>
 /** The store's query, or the stream's default one when it has none (or one out of range). */
 export function queryIdx(v: CompareNeuronView): number {
   const q = st(v).query;
-  return q != null && q >= 0 && q < stream(v).q_len ? q : defaultQuery(sides(v).sideQ);
+  return q != null && q >= 0 && q < stream(v).q_len ? q : defaultQuery(sides(v).sideQ, stream(v));
 }
 
 /** The chunks of the store's layer and head: q/k and weights of each input. */

@@ -14,7 +14,7 @@ import { drawNeuron, visibleKeys } from "./neuron_draw";
 import { bindNeuronEvents, followStore } from "./neuron_events";
 import { loadQk } from "./neuron_load";
 import { rowsPicture } from "./neuron_paint";
-import { missingHeads, neuronState, queryIdx, st, streamNow, type NeuronDom } from "./neuron_state";
+import { missingHeads, neuronState, queryIdx, sayShownQuery, st, streamNow, type NeuronDom } from "./neuron_state";
 import { whyInputOf, whyPanel } from "./neuron_why";
 
 export function renderNeuronView(ctx: ViewContext): Cleanup {
@@ -22,6 +22,7 @@ export function renderNeuronView(ctx: ViewContext): Cleanup {
   const L = listeners();
   const dom = mountNeuronDom(ctx, L);
   const n = neuronState(ctx, dom);
+  sayShownQuery(n);
   const why = whyPanel(dom.view, dom.qline, L, ctx.data, (p) => ctx.store.set(p), () => n.redraw());
   const sched = scheduler(() => {
     drawNeuron(n);

@@ -6,7 +6,7 @@ import { keySide, querySide } from "../../tokens";
 import { fmt, type Listeners } from "../common";
 import { loadQk } from "./neuron_load";
 import { cellW } from "./neuron_paint";
-import { sameSides, st, streamNow, type NeuronView } from "./neuron_state";
+import { sameSides, sayShownQuery, st, streamNow, type NeuronView } from "./neuron_state";
 
 /** The dimension under the pointer in a strip, or -1. */
 function dimAt(n: NeuronView, e: MouseEvent, c: HTMLCanvasElement): number {
@@ -69,6 +69,7 @@ export function followStore(n: NeuronView): () => void {
   return store.subscribe((changed) => {
     if (changed.has("theme_rev")) n.theme = readTheme(root, st(n).resolved_theme === "dark");
     if (changed.has("stream")) { n.sideQ = querySide(meta, streamNow(n)); n.sideK = keySide(meta, streamNow(n)); }
+    if (changed.has("stream") || changed.has("query")) sayShownQuery(n);
     if (changed.has("stream") || changed.has("layer") || changed.has("head")) loadQk(n);
     n.redraw();
   });

@@ -78,5 +78,14 @@ export const sameSides = (n: NeuronView): boolean => streamNow(n).query_side ===
 
 export function queryIdx(n: NeuronView): number {
   const q = st(n).query;
-  return q != null && q >= 0 && q < streamNow(n).q_len ? q : defaultQuery(n.sideQ);
+  return q != null && q >= 0 && q < streamNow(n).q_len ? q : defaultQuery(n.sideQ, streamNow(n));
+}
+
+/**
+ * No query chosen (a new view, or a stream switch that cleared it): the view explains the
+ * default one (js/tokens.ts defaultQuery); say so to the store, and so to w.query, as the image
+ * view does. Nothing when the view cannot be shown.
+ */
+export function sayShownQuery(n: NeuronView): void {
+  if (st(n).query == null && !reason(n)) n.ctx.store.set({ query: queryIdx(n) });
 }

@@ -120,10 +120,25 @@ def _restrict(stream: AttentionStream, keep: npt.NDArray[np.intp]) -> AttentionS
         scaling=stream.scaling,
         bias=both_axes(stream.bias),  # type: ignore[arg-type]
         mask=both_axes(stream.mask),  # type: ignore[arg-type]
+        key_spans=_spans_over(stream, keep),
         softcap=stream.softcap,
         sinks=stream.sinks,
         name=stream.name,
     )
+
+
+def _spans_over(
+    stream: AttentionStream, keep: npt.NDArray[np.intp]
+) -> npt.NDArray[np.int32] | None:
+    """The stream's key spans over positions ``keep`` (increasing, as every alignment is).
+
+    The keys a query saw in ``[start, stop)`` are still one run among the kept
+    positions: those below ``start`` .. those below ``stop``. So causal and
+    windowed masks stay rules, and the kept rows' q and k still give their weights.
+    """
+    if stream.key_spans is None:
+        return None
+    return np.searchsorted(keep, stream.key_spans[:, keep]).astype(np.int32)
 
 
 def _rows_over(attention: FloatArray, keep: npt.NDArray[np.intp]) -> FloatArray:

@@ -280,6 +280,46 @@ def _source_name(metadata: Mapping[str, Any]) -> str:
     return SOURCE_WORDS.get(source, source or "attention")
 
 
+def sees_no_later_keys(stream: AttentionStream) -> bool:
+    """Whether the stream's mask rule hides every later key from every query: causal attention.
+
+    True for a self-attention stream (queries and keys the same tokens) whose
+    ``key_spans`` end each query ``r``'s visible keys at or before ``r + 1``
+    (causal, sliding-window causal, causal with padding), or whose boolean
+    ``mask`` hides every key after ``r`` from query ``r`` in every layer and
+    head. Its last query then sees the most of the input, and the views open
+    on it (``_meta.streams[s].causal``). False for cross-attention, for
+    bidirectional streams and for a stream with no mask rule (weights passed in
+    as they are: nothing says which keys the model hid).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscope import AttentionStream
+    >>> q = np.zeros((1, 1, 3, 2), np.float32)
+    >>> causal = np.array([[[0, 1], [0, 2], [0, 3]]], np.int32)
+    >>> sees_no_later_keys(AttentionStream(queries=q, keys=q, key_spans=causal))
+    True
+    >>> sees_no_later_keys(AttentionStream(queries=q, keys=q))
+    False
+    >>> later = np.triu(np.ones((3, 3), bool), 1)[None, None]
+    >>> sees_no_later_keys(AttentionStream(np.full((1, 1, 3, 3), 1 / 3, np.float32), mask=later))
+    True
+    """
+    q_len, k_len = stream.q_len, stream.k_len
+    if stream.query_side != stream.key_side or q_len != k_len:
+        return False
+    if stream.key_spans is not None and bool(
+        np.all(stream.key_spans[..., 1] <= np.arange(1, q_len + 1))
+    ):
+        return True
+    if stream.mask is None:
+        return False
+    full = np.broadcast_to(stream.mask, (*stream.mask.shape[:2], q_len, k_len))  # a view
+    later = np.triu(np.ones((q_len, k_len), np.bool_), 1)
+    return all(bool(np.all(full[index][later])) for index in np.ndindex(full.shape[:2]))
+
+
 def _stream_meta(name: str, stream: AttentionStream, *, embedded: bool) -> StreamMeta:
     rows, cols = thumb_shape(stream)
     described: StreamMeta = {
@@ -296,6 +336,7 @@ def _stream_meta(name: str, stream: AttentionStream, *, embedded: bool) -> Strea
         "has_mask": stream.has_mask,
         "has_softcap": stream.softcap is not None and bool(np.any(stream.softcap > 0)),
         "has_sinks": stream.sinks is not None,
+        "causal": sees_no_later_keys(stream),
         "thumb_rows": rows,
         "thumb_cols": cols,
         "top_k": stream_top_k(stream),

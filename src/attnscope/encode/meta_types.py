@@ -50,6 +50,9 @@ class StreamMeta(TypedDict):
     has_mask: bool
     has_softcap: bool
     has_sinks: bool
+    causal: bool
+    """No query sees a later key (:func:`~attnscope.encode.meta.sees_no_later_keys`): the views
+    open on the last ordinary query token."""
     thumb_rows: int
     thumb_cols: int
     top_k: int
