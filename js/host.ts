@@ -1,7 +1,7 @@
 // In-page model host for the exported page: the part of anywidget's model API the
 // binding uses, over the saved state, answering chunk requests from the embedded,
 // compressed chunks.
-import { attnKey, parseChunkKey, qkKey } from "./wire/keys";
+import { attnKey, keyParts, parseChunkKey, qkKey } from "./wire/keys";
 import { deriveOffThread } from "./derive_off_thread";
 import { deriveFromQk, topBlockRows } from "./derive_request";
 import { parseTileKey, tileFromAttn } from "./derive_tiles";
@@ -52,7 +52,7 @@ export function createPageHost(state: Record<string, unknown>, given: Record<str
     const hit = decoded.get(key);
     if (hit) return hit;
     const e = Object.hasOwn(chunks, key) ? chunks[key] : undefined;
-    if (!e) return derive(key) ?? { key, arrays: {}, error: "not included in this exported page (left out to bound its size)" };
+    if (!e) return derive(key) ?? { key, arrays: {}, error: leftOutWords(key) };
     const c = await decodeEmbedded(key, e, checkedMeta());
     if (!c.error) decoded.set(key, c);
     return c;
@@ -160,4 +160,17 @@ export function createPageHost(state: Record<string, unknown>, given: Record<str
       });
     },
   };
+}
+
+/**
+ * Why a page holds no chunk for `key`. A why-panel split is not left out for size: it is
+ * computed by the model in the kernel, and the page holds only the pairs split there.
+ */
+export function leftOutWords(key: string): string {
+  if (keyParts(key)[0] === "why") {
+    return "this pair was not split in the notebook, and a saved page has no model to split it: "
+      + "in the notebook, open it in the neuron view of a widget given the model "
+      + "(show_neuron_view(model, text) or w.explain(model)), then save again.";
+  }
+  return "not included in this exported page (left out to bound its size)";
 }

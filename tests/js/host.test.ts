@@ -1,4 +1,4 @@
-import { createPageHost, type EmbeddedChunk } from "../../js/host";
+import { createPageHost, leftOutWords, type EmbeddedChunk } from "../../js/host";
 import { renderPage } from "../../js/standalone";
 import { installCanvas } from "./helpers/canvas";
 import { makeFixture, until, type Fixture } from "./helpers/fixture";
@@ -57,6 +57,17 @@ describe("page host", () => {
     const q = content.chunks[0]!.arrays!.find((a) => a.name === "q");
     const qArr = new Float32Array(buffers[q!.buffer]!.slice().buffer);
     expect(Array.from(qArr)).toEqual(Array.from(f.q[0]![1]!));
+  });
+
+  it("a why pair the page lacks says the model splits it in the notebook, not that size left it out", async () => {
+    const host = createPageHost({}, {});
+    const got = new Promise<Reply>((resolve) => host.on("msg:custom", (c: unknown) => resolve(c as Reply)));
+    host.send({ type: "request", keys: ["why:self:0:1:3:2", "attn:self:0:0"] });
+    const [why, attn] = (await got).chunks;
+    expect(why!.error).toBe(leftOutWords("why:self:0:1:3:2"));
+    expect(why!.error).toMatch(/no model to split it.*w\.explain\(model\)/);
+    expect(why!.error).not.toMatch(/bound its size/);
+    expect(attn!.error).toMatch(/left out to bound its size/);
   });
 
   it("renderPage reads the script tags and draws; missing chunks show a message", async () => {
