@@ -117,3 +117,18 @@ def test_a_comparison_of_two_causal_runs_keeps_the_rule() -> None:
         error = stream.check_error()
         assert error is not None
         assert error < 1e-5, (side, error)
+
+
+@pytest.mark.parametrize("leak", [None, (0, 1), (5, 6), (7, 8), (2, 8)])
+def test_a_dense_mask_is_read_a_block_of_rows_at_a_time(
+    leak: tuple[int, int] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two rows a block (9 rows, the last block one row): a leak in any block is found.
+    from attnscope.encode import meta
+
+    monkeypatch.setattr(meta, "_MASK_CHECK_VALUES", 18)
+    mask = np.triu(np.ones((1, 1, 9, 9), bool), 1)
+    if leak is not None:
+        mask[0, 0, leak[0], leak[1]] = False
+    weights = np.full((1, 1, 9, 9), 1 / 9, np.float32)
+    assert sees_no_later_keys(AttentionStream(weights, mask=mask)) is (leak is None)

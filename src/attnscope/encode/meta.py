@@ -316,8 +316,18 @@ def sees_no_later_keys(stream: AttentionStream) -> bool:
     if stream.mask is None:
         return False
     full = np.broadcast_to(stream.mask, (*stream.mask.shape[:2], q_len, k_len))  # a view
-    later = np.triu(np.ones((q_len, k_len), np.bool_), 1)
-    return all(bool(np.all(full[index][later])) for index in np.ndindex(full.shape[:2]))
+    keys = np.arange(k_len)
+    step = max(1, _MASK_CHECK_VALUES // max(k_len, 1))  # a block of rows: nothing N^2 is made
+    for first in range(0, q_len, step):
+        rows = np.arange(first, min(first + step, q_len))
+        later = keys[None, :] > rows[:, None]
+        if not np.all(full[..., first : first + len(rows), :][..., later]):
+            return False
+    return True
+
+
+_MASK_CHECK_VALUES = 1 << 22
+"""Mask entries :func:`sees_no_later_keys` reads at a time (a block of query rows)."""
 
 
 def _stream_meta(name: str, stream: AttentionStream, *, embedded: bool) -> StreamMeta:
