@@ -12,6 +12,10 @@ view's thumbnails); the forward's own peak in another process. Goal: capture
     python benchmarks/bench_128k.py                      # 32768 and 131072 tokens
     python benchmarks/bench_128k.py --tokens 4096
     python benchmarks/bench_128k.py --tokens 32768 --window 4096   # a sliding window (Mistral)
+    python benchmarks/bench_128k.py --tokens 131072 --window 4096 --capture-only
+
+``--capture-only`` times capture and the widget but not the model's own
+forward (a window's forward builds N x N booleans: 16 GiB at 131072 tokens).
 
 With ``--window`` the model is a Mistral of the same shape whose keys are a
 sliding window: transformers builds its mask as N x N booleans for the
@@ -67,7 +71,9 @@ def _widget_answers(trace: Any) -> dict[str, float]:
     return {"first_screen_s": first, "switch_s": switch, "thumbs_s": thumbs}
 
 
-def child(what: str, tokens: int, window: int | None = None) -> dict[str, Any]:
+def child(
+    what: str, tokens: int, window: int | None = None, forward: bool = True
+) -> dict[str, Any]:
     """One step in this process: ``capture`` (then forward and widget) or ``forward`` (peak)."""
     import torch
 
@@ -96,17 +102,21 @@ def child(what: str, tokens: int, window: int | None = None) -> dict[str, Any]:
     result["capture_peak"] = peak.delta
     result["trace_bytes"] = trace_bytes(trace)
     result["notes"] = list(trace.notes)
-    with torch.no_grad():
-        start = time.perf_counter()
-        model(input_ids=ids, use_cache=False)
-        result["forward_again_s"] = time.perf_counter() - start
+    if forward:
+        with torch.no_grad():
+            start = time.perf_counter()
+            model(input_ids=ids, use_cache=False)
+            result["forward_again_s"] = time.perf_counter() - start
     result |= _widget_answers(trace)
     return result
 
 
-def run_child(what: str, tokens: int, window: int | None = None) -> dict[str, Any]:
+def run_child(
+    what: str, tokens: int, window: int | None = None, forward: bool = True
+) -> dict[str, Any]:
     args = ["--child", what, "--tokens", str(tokens)]
-    return run_json_child(__file__, args + ([] if window is None else ["--window", str(window)]))
+    args += [] if window is None else ["--window", str(window)]
+    return run_json_child(__file__, args + ([] if forward else ["--capture-only"]))
 
 
 def main() -> None:
@@ -115,10 +125,13 @@ def main() -> None:
     )
     parser.add_argument("--tokens", default="32768,131072", help="comma-separated lengths")
     parser.add_argument("--window", type=int, help="a Mistral with this sliding window")
+    parser.add_argument(
+        "--capture-only", action="store_true", help="time capture, not the model's forward"
+    )
     parser.add_argument("--child", choices=["capture", "forward"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, int(args.tokens), args.window)))
+        print(json.dumps(child(args.child, int(args.tokens), args.window, not args.capture_only)))
         return
     import torch
 
@@ -134,6 +147,9 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for tokens in [int(n) for n in args.tokens.split(",")]:
+        if args.capture_only:
+            _capture_row(tokens, run_child("capture", tokens, args.window, forward=False))
+            continue
         got = run_child("forward", tokens, args.window) | run_child("capture", tokens, args.window)
         forward = min(got["forward_s"], got["forward_again_s"])
         ratio = got["capture_s"] / forward
@@ -150,6 +166,16 @@ def main() -> None:
         for note in got["notes"]:
             if "differs from its eager" in note:
                 print(f"|  | note: {note} |")
+
+
+def _capture_row(tokens: int, got: dict[str, Any]) -> None:
+    """A row of capture alone: the forward columns say it was not run."""
+    print(
+        f"| {tokens} | not run | {got['capture_s']:.1f} s | — | not run "
+        f"| +{gb(got['capture_peak'])} | {gb(got['trace_bytes'])} | — "
+        f"| {got['switch_s']:.2f} s | {got['thumbs_s']:.2f} s |",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

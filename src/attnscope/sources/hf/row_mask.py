@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from attnscope.errors import AttnscopeTypeError
+from attnscope.sources.hf.mask_spans import closed_form_spans
 from attnscope.trace.key_spans import spans_from_blocked
 
 DENSE_MASK_VALUES = 1 << 24
@@ -176,20 +177,43 @@ class RowMask:
         return RowMask(cut, self.build, self.batch, self.q_len, last - first)._range(start, stop)
 
     def _whole_spans(self) -> np.ndarray[Any, Any] | None:
-        """Every query's visible-key span of batch item 0, found once (one pass over the mask)."""
+        """Every query's visible-key span of batch item 0, found once.
+
+        From the mask function's formula where transformers built it
+        (:func:`~attnscope.sources.hf.mask_spans.closed_form_spans`: O(N)),
+        checked against the function itself on its first, middle and last
+        block of rows; else by evaluating it over every (query, key) pair.
+        """
         if "spans" not in self._found:
-            step = max(1, SPAN_ROWS_VALUES // max(self.k_len, 1))
-            found: list[np.ndarray[Any, Any]] = []
-            for first in range(0, self.q_len, step):
-                span = spans_from_blocked(~self._range(first, min(first + step, self.q_len))[0, 0])
-                if span is None:  # a row whose keys are not one span: no spans at all
-                    self._found["spans"] = None
-                    break
-                found.append(span)
-            else:
-                self._found["spans"] = np.concatenate(found)
-        spans: np.ndarray[Any, Any] | None = self._found["spans"]
-        return spans
+            spans = closed_form_spans(self.arguments, self.build, self.q_len, self.k_len)
+            if spans is None or not self._agrees(spans):
+                spans = self._evaluated_spans()
+            self._found["spans"] = spans
+        found: np.ndarray[Any, Any] | None = self._found["spans"]
+        return found
+
+    def _agrees(self, spans: np.ndarray[Any, Any]) -> bool:
+        """Whether the function's own first, middle and last block of rows have ``spans``."""
+        step = max(1, SPAN_ROWS_VALUES // max(self.k_len, 1))
+        if not self.q_len:
+            return True
+        for first in sorted({0, (self.q_len // 2) // step * step, (self.q_len - 1) // step * step}):
+            stop = min(first + step, self.q_len)
+            found = spans_from_blocked(~self._range(first, stop)[0, 0])
+            if found is None or not np.array_equal(found, spans[first:stop]):
+                return False
+        return True
+
+    def _evaluated_spans(self) -> np.ndarray[Any, Any] | None:
+        """The spans evaluating the mask over every (query, key) pair finds, a block at a time."""
+        step = max(1, SPAN_ROWS_VALUES // max(self.k_len, 1))
+        found: list[np.ndarray[Any, Any]] = []
+        for first in range(0, self.q_len, step):
+            span = spans_from_blocked(~self._range(first, min(first + step, self.q_len))[0, 0])
+            if span is None:  # a row whose keys are not one span: no spans at all
+                return None
+            found.append(span)
+        return np.concatenate(found) if found else np.zeros((0, 2), np.int32)
 
     def _range(self, start: int, stop: int) -> torch.Tensor:
         arguments = {**self.arguments, "allow_is_causal_skip": False}
