@@ -8,7 +8,9 @@ window of 4096 keys. A plain causal mask is left out as a rule already
 recipe (transformers' own mask function and arguments) and evaluates it for
 the query rows one block of attention needs. The recorder computes each block
 with its rows of the mask, and the trace keeps the mask as key spans
-(``[start, stop)`` per query), read a block of rows at a time too.
+(``[start, stop)`` per query): from the mask function's formula where
+transformers' factories built it (:mod:`~attnscope.sources.hf.mask_spans`,
+O(N)), else by evaluating it a block of rows at a time (N² evaluations).
 """
 
 from __future__ import annotations
