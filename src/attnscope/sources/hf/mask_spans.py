@@ -61,7 +61,7 @@ def _codes() -> dict[str, CodeType]:
     for name, make in makers.items():
         try:
             found[name] = make().__code__
-        except AttributeError:  # a transformers without this factory
+        except (AttributeError, TypeError):  # a transformers without it, or with another form
             continue
     return found
 
@@ -143,7 +143,9 @@ def _is_sdpa_mask(build: Any) -> bool:
     from transformers import masking_utils as mu
 
     older = getattr(mu, "sdpa_mask_older_torch", None)  # it shows fully hidden rows everything
-    return build is getattr(mu, "sdpa_mask", None) and build is not older
+    if build is not getattr(mu, "sdpa_mask", None) or build is older:
+        return False
+    return getattr(mu, "_is_torch_greater_or_equal_than_2_5", True) is not False  # same fix
 
 
 def closed_form_spans(
