@@ -142,11 +142,12 @@ def test_a_long_inputs_snapshot_holds_the_rows_on_screen_not_the_layer(
     )
     asked: list[int | None] = []
     real = chunks_module.top_arrays
-    monkeypatch.setattr(
-        chunks_module,
-        "top_arrays",
-        lambda s, position, first: asked.append(first) or real(s, position, first),
-    )
+
+    def spied(s: Any, position: int, first: int | None, top_k: int | None = None) -> Any:
+        asked.append(first)
+        return real(s, position, first, top_k)
+
+    monkeypatch.setattr(chunks_module, "top_arrays", spied)
     frame_html = snapshot_html(widget)
     assert asked
     assert None not in asked  # blocks of rows only, never the whole layer
