@@ -196,26 +196,33 @@ class RowMask:
 
     def _agrees(self, spans: np.ndarray[Any, Any]) -> bool:
         """Whether the function's own first, middle and last block of rows have ``spans``."""
-        step = max(1, SPAN_ROWS_VALUES // max(self.k_len, 1))
+        step = self._span_rows()
         if not self.q_len:
             return True
         for first in sorted({0, (self.q_len // 2) // step * step, (self.q_len - 1) // step * step}):
-            stop = min(first + step, self.q_len)
-            found = spans_from_blocked(~self._range(first, stop)[0, 0])
-            if found is None or not np.array_equal(found, spans[first:stop]):
+            found = self._evaluated_block(first)
+            if found is None or not np.array_equal(found, spans[first : first + step]):
                 return False
         return True
 
     def _evaluated_spans(self) -> np.ndarray[Any, Any] | None:
         """The spans evaluating the mask over every (query, key) pair finds, a block at a time."""
-        step = max(1, SPAN_ROWS_VALUES // max(self.k_len, 1))
         found: list[np.ndarray[Any, Any]] = []
-        for first in range(0, self.q_len, step):
-            span = spans_from_blocked(~self._range(first, min(first + step, self.q_len))[0, 0])
+        for first in range(0, self.q_len, self._span_rows()):
+            span = self._evaluated_block(first)
             if span is None:  # a row whose keys are not one span: no spans at all
                 return None
             found.append(span)
         return np.concatenate(found) if found else np.zeros((0, 2), np.int32)
+
+    def _span_rows(self) -> int:
+        """Query rows one span-finding evaluation covers (:data:`SPAN_ROWS_VALUES` booleans)."""
+        return max(1, SPAN_ROWS_VALUES // max(self.k_len, 1))
+
+    def _evaluated_block(self, first: int) -> np.ndarray[Any, Any] | None:
+        """The spans of the block of rows from ``first``, by evaluating the mask function."""
+        stop = min(first + self._span_rows(), self.q_len)
+        return spans_from_blocked(~self._range(first, stop)[0, 0])
 
     def _range(self, start: int, stop: int) -> torch.Tensor:
         arguments = {**self.arguments, "allow_is_causal_skip": False}
@@ -250,7 +257,7 @@ class RowMask:
                 spans[spans[:, 1] == spans[:, 0]] = 0
             return spans.astype(np.int32)
         queries = torch.arange(self.q_len) if rows is None else torch.tensor(rows)
-        step = max(1, SPAN_ROWS_VALUES // max(self.k_len, 1))
+        step = self._span_rows()
         found = []
         for first in range(0, len(queries), step):
             part = queries[first : first + step]
